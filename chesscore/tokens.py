@@ -1,0 +1,261 @@
+"""Move tokens, version "triples-v1": the data contract between PGN, datasets and models.
+
+    0..63   squares in python-chess order (a1=0, b1=1, ..., h8=63): source and destination
+    64      no promotion        65 knight   66 bishop   67 rook   68 queen
+    69 BOS  70 EOS  71 PAD      72..127 reserved, never produced; VOCAB_SIZE = 128
+
+A game is BOS, then (source, destination, promotion) per ply, then EOS. Castling is the
+king's own move (e1g1). Only the standard start position.
+
+`State` is the legal-move automaton over that grammar: `feed` one token at a time and ask
+`mask()` what may come next. The legal moves of a position are generated once, when the
+position is first asked about, and all three masks of a move are read from them.
+
+    >>> s = State(); s.feed(BOS); s.feed(12)      # e2
+    >>> sorted(map(chess.square_name, s.mask().nonzero()[0]))
+    ['e3', 'e4']
+
+Changing anything here changes the contract: bump VERSION.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import chess
+import numpy as np
+
+VERSION = "triples-v1"
+NO_PROMOTION = 64
+KNIGHT = 65
+BISHOP = 66
+ROOK = 67
+QUEEN = 68
+BOS = 69
+EOS = 70
+PAD = 71
+RESERVED_START = 72
+VOCAB_SIZE = 128
+
+# What State.phase holds: which kind of token comes next.
+PHASE_BOS = -1
+PHASE_SOURCE = 0  # a source square or EOS
+PHASE_DESTINATION = 1
+PHASE_PROMOTION = 2
+PHASE_DONE = 3  # after EOS nothing may follow
+
+PROMOTION_TOKEN = {None: NO_PROMOTION, chess.KNIGHT: KNIGHT, chess.BISHOP: BISHOP,
+                   chess.ROOK: ROOK, chess.QUEEN: QUEEN}
+TOKEN_PROMOTION = {token: piece for piece, token in PROMOTION_TOKEN.items()}
+UNDER_AND_PROMOTIONS = (KNIGHT, BISHOP, ROOK, QUEEN)
+
+
+def tokenizer_sha256() -> str:
+    """sha256 of this file: a checkpoint records it so a changed tokenizer is noticed."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+
+
+def _is_promotion_geometry(source: int, destination: int) -> bool:
+    """A pawn step onto the last rank: the only squares a promotion can go between."""
+    rank_from, rank_to = chess.square_rank(source), chess.square_rank(destination)
+    forward = (rank_from, rank_to) in ((6, 7), (1, 0))
+    return forward and abs(chess.square_file(source) - chess.square_file(destination)) <= 1
+
+
+def encode_move(move: chess.Move) -> tuple[int, int, int]:
+    """(source, destination, promotion) tokens of a standard-chess move."""
+    if not move:
+        raise ValueError(f"null move {move.uci()} has no token encoding")
+    if move.drop is not None:
+        raise ValueError(f"drop {move.uci()} is not standard chess")
+    if move.promotion not in PROMOTION_TOKEN:
+        raise ValueError(f"cannot promote to {chess.piece_name(move.promotion)} in {move.uci()}")
+    if move.promotion is not None and not _is_promotion_geometry(move.from_square, move.to_square):
+        raise ValueError(f"{move.uci()} promotes away from the last rank")
+    return move.from_square, move.to_square, PROMOTION_TOKEN[move.promotion]
+
+
+def decode_move(tokens: Sequence[int]) -> chess.Move:
+    """The move of one triple; ValueError on anything malformed (not on illegal moves:
+    legality needs a board, see `decode_game` and `State`)."""
+    if len(tokens) != 3:
+        raise ValueError(f"a move is 3 tokens, got {len(tokens)}: {list(tokens)}")
+    source, destination, promotion = (int(t) for t in tokens)
+    for name, square in (("source", source), ("destination", destination)):
+        if not 0 <= square < 64:
+            raise ValueError(f"{name} token {square} is not a square (0..63)")
+    if source == destination:
+        raise ValueError(f"source and destination are both {chess.square_name(source)}")
+    if promotion not in TOKEN_PROMOTION:
+        raise ValueError(f"promotion token {promotion} is not 64..68")
+    piece = TOKEN_PROMOTION[promotion]
+    if piece is not None and not _is_promotion_geometry(source, destination):
+        raise ValueError(f"promotion token {promotion} on {chess.square_name(source)}"
+                         f"{chess.square_name(destination)}, which is not a promotion")
+    return chess.Move(source, destination, promotion=piece)
+
+
+def encode_game(moves: Iterable[chess.Move | str]) -> list[int]:
+    """BOS, a triple per move, EOS. Moves may be chess.Move or UCI strings; legality is not
+    checked here (the PGN reader replays every game before it encodes it)."""
+    tokens = [BOS]
+    for move in moves:
+        tokens.extend(encode_move(chess.Move.from_uci(move) if isinstance(move, str) else move))
+    tokens.append(EOS)
+    return tokens
+
+
+def decode_game(tokens: Sequence[int]) -> list[chess.Move]:
+    """Replay a whole token sequence from the start position and return its moves.
+
+    ValueError names the ply (1-based) and token index of the first illegal or malformed
+    token, and a sequence that does not end in EOS."""
+    state = State()
+    for index, token in enumerate(tokens):
+        try:
+            state.feed(int(token))
+        except ValueError as error:
+            ply = (index - 1) // 3 + 1 if index else 0
+            raise ValueError(f"ply {ply} (token {index}): {error}") from None
+    if state.phase != PHASE_DONE:
+        raise ValueError(f"game of {len(tokens)} tokens does not end with EOS")
+    return list(state.board.move_stack)
+
+
+_GRAMMAR = {phase: np.zeros(VOCAB_SIZE, dtype=bool) for phase in range(PHASE_BOS, PHASE_DONE + 1)}
+_GRAMMAR[PHASE_BOS][BOS] = True
+_GRAMMAR[PHASE_SOURCE][:64] = True
+_GRAMMAR[PHASE_SOURCE][EOS] = True
+_GRAMMAR[PHASE_DESTINATION][:64] = True
+_GRAMMAR[PHASE_PROMOTION][NO_PROMOTION:QUEEN + 1] = True
+for _mask in _GRAMMAR.values():
+    _mask.flags.writeable = False
+
+_PROMOTION_MASK = np.zeros(VOCAB_SIZE, dtype=bool)
+_PROMOTION_MASK[list(UNDER_AND_PROMOTIONS)] = True
+_NO_PROMOTION_MASK = np.zeros(VOCAB_SIZE, dtype=bool)
+_NO_PROMOTION_MASK[NO_PROMOTION] = True
+_BOS_MASK = _GRAMMAR[PHASE_BOS]
+_DONE_MASK = _GRAMMAR[PHASE_DONE]
+for _mask in (_PROMOTION_MASK, _NO_PROMOTION_MASK):
+    _mask.flags.writeable = False
+
+
+class State:
+    """Where a token sequence stands: the board after its complete moves, the phase of the
+    next token, and the partial move (source, destination) being spelled.
+
+    feed(token) raises ValueError on a token that may not come next and then leaves the
+    State exactly as it was. mask(legal=True) is the boolean array over all 128 tokens of
+    what may come next; mask(legal=False) is what the grammar alone allows. The arrays
+    returned are read-only and shared: copy before writing into one.
+    """
+
+    __slots__ = ("board", "phase", "_source", "_destination", "_moves", "_sources")
+
+    def __init__(self) -> None:
+        self.board = chess.Board()
+        self.phase = PHASE_BOS
+        self._source: int | None = None
+        self._destination: int | None = None
+        self._moves: list[chess.Move] | None = None  # legal moves of the board, once
+        self._sources: np.ndarray | None = None
+
+    @classmethod
+    def from_moves(cls, moves: Iterable[chess.Move | str]) -> "State":
+        """A State that has read BOS and these moves (ValueError on an illegal one)."""
+        state = cls()
+        state.feed(BOS)
+        for move in moves:
+            for token in encode_move(chess.Move.from_uci(move) if isinstance(move, str) else move):
+                state.feed(token)
+        return state
+
+    @property
+    def plies(self) -> int:
+        return len(self.board.move_stack)
+
+    @property
+    def done(self) -> bool:
+        return self.phase == PHASE_DONE
+
+    def legal_moves(self) -> list[chess.Move]:
+        """The legal moves of the current board, generated once per position."""
+        if self._moves is None:
+            self._moves = list(self.board.generate_legal_moves())
+        return self._moves
+
+    def mask(self, legal: bool = True) -> np.ndarray:
+        if not legal or self.phase in (PHASE_BOS, PHASE_DONE):
+            return _GRAMMAR[self.phase]
+        if self.phase == PHASE_SOURCE:
+            if self._sources is None:
+                sources = np.zeros(VOCAB_SIZE, dtype=bool)
+                sources[[move.from_square for move in self.legal_moves()]] = True
+                sources[EOS] = True
+                sources.flags.writeable = False
+                self._sources = sources
+            return self._sources
+        if self.phase == PHASE_DESTINATION:
+            destinations = np.zeros(VOCAB_SIZE, dtype=bool)
+            source = self._source
+            destinations[[move.to_square for move in self.legal_moves() if move.from_square == source]] = True
+            return destinations
+        # Promotion phase: the move (source, destination) is legal, so either all four
+        # promotions are legal together or it is no promotion at all.
+        return _PROMOTION_MASK if self._promotes(self._source, self._destination) else _NO_PROMOTION_MASK
+
+    def _promotes(self, source: int, destination: int) -> bool:
+        return (self.board.piece_type_at(source) == chess.PAWN
+                and chess.square_rank(destination) in (0, 7))
+
+    def feed(self, token: int) -> None:
+        token = int(token)
+        phase = self.phase
+        if phase == PHASE_DONE:
+            raise ValueError(f"token {token} after EOS: nothing may follow EOS")
+        if not 0 <= token < VOCAB_SIZE:
+            raise ValueError(f"token {token} is outside the vocabulary (0..{VOCAB_SIZE - 1})")
+        if not _GRAMMAR[phase][token]:
+            raise ValueError(f"token {token} is not a {_PHASE_NAMES[phase]} token")
+        if phase == PHASE_BOS:
+            self.phase = PHASE_SOURCE
+        elif phase == PHASE_SOURCE:
+            if token == EOS:
+                self.phase = PHASE_DONE
+                return
+            if not self.mask()[token]:
+                raise ValueError(f"no legal move from {chess.square_name(token)} "
+                                 f"in {self.board.fen()}")
+            self._source, self.phase = token, PHASE_DESTINATION
+        elif phase == PHASE_DESTINATION:
+            if not any(m.from_square == self._source and m.to_square == token for m in self.legal_moves()):
+                raise ValueError(f"{chess.square_name(self._source)}{chess.square_name(token)} "
+                                 f"is not legal in {self.board.fen()}")
+            self._destination, self.phase = token, PHASE_PROMOTION
+        else:
+            if token != NO_PROMOTION and not self._promotes(self._source, self._destination) or \
+                    token == NO_PROMOTION and self._promotes(self._source, self._destination):
+                move = chess.Move(self._source, self._destination, TOKEN_PROMOTION[token])
+                raise ValueError(f"{move.uci()} is not legal in {self.board.fen()}")
+            self.board.push(chess.Move(self._source, self._destination, TOKEN_PROMOTION[token]))
+            self._source = self._destination = None
+            self._moves = self._sources = None
+            self.phase = PHASE_SOURCE
+
+    def copy(self) -> "State":
+        """An independent State at the same point (the board's history is copied too)."""
+        other = State.__new__(State)
+        other.board = self.board.copy()
+        other.phase, other._source, other._destination = self.phase, self._source, self._destination
+        other._moves, other._sources = self._moves, self._sources  # immutable once built
+        return other
+
+    def __repr__(self) -> str:
+        return f"State(phase={_PHASE_NAMES[self.phase]}, plies={self.plies}, fen={self.board.fen()!r})"
+
+
+_PHASE_NAMES = {PHASE_BOS: "BOS", PHASE_SOURCE: "source or EOS", PHASE_DESTINATION: "destination",
+                PHASE_PROMOTION: "promotion", PHASE_DONE: "end"}
