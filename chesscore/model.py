@@ -1,0 +1,196 @@
+"""GPT decoder over triples-v1 move tokens, in plain torch (after karpathy's nanoGPT).
+
+Pre-LayerNorm blocks, learned positions, GELU MLP, causal scaled-dot-product attention,
+input and output embeddings tied. One config dataclass; named configs in CONFIGS.
+
+    model = GPT(CONFIGS["demo"])
+    logits = model(tokens)                          # (B, T) -> (B, T, 128), training/eval
+    cache = model.new_cache(batch_size=64)          # incremental decoding for play
+    logits = model(first_tokens, cache=cache)       # prefill (B, T)
+    logits = model(next_tokens[:, None], cache=cache)  # one token per game per step
+
+The key/value cache keeps a length per row, so rows may sit at different positions (a batch
+of games of different lengths, or evaluation branches that rewind a row).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from chesscore.tokens import VOCAB_SIZE
+
+
+@dataclass(frozen=True)
+class GPTConfig:
+    n_layer: int = 12  # transformer blocks
+    n_head: int = 12  # attention heads per block; n_embd must divide by it
+    n_embd: int = 768  # residual stream width
+    block_size: int = 1024  # context in tokens: a game of up to 340 plies fits 2 + 3*340 = 1022
+    vocab_size: int = VOCAB_SIZE  # triples-v1: 128 (72..127 reserved, never produced)
+    dropout: float = 0.0  # dropout on embeddings, attention output and MLP output
+    bias: bool = True  # biases in Linear and LayerNorm layers
+
+    def __post_init__(self) -> None:
+        if self.n_embd % self.n_head:
+            raise ValueError(f"n_embd {self.n_embd} does not divide into {self.n_head} heads")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+CONFIGS: dict[str, GPTConfig] = {
+    # 85,940,736 parameters: GPT-2 small with a 128-token vocabulary. For GPUs.
+    "baseline": GPTConfig(n_layer=12, n_head=12, n_embd=768),
+    # Trains on the embedded sample on 2 CPU cores in minutes.
+    "demo": GPTConfig(n_layer=4, n_head=4, n_embd=128),
+    # For tests: seconds on a CPU.
+    "tiny": GPTConfig(n_layer=2, n_head=2, n_embd=32),
+}
+
+
+class KVCache:
+    """Keys and values of every layer for a batch of rows, with a length per row."""
+
+    def __init__(self, config: GPTConfig, batch_size: int, device: torch.device | str = "cpu",
+                 dtype: torch.dtype = torch.float32, max_len: int | None = None) -> None:
+        self.max_len = max_len or config.block_size
+        head_dim = config.n_embd // config.n_head
+        shape = (config.n_layer, batch_size, config.n_head, self.max_len, head_dim)
+        self.keys = torch.zeros(shape, device=device, dtype=dtype)
+        self.values = torch.zeros(shape, device=device, dtype=dtype)
+        self.lengths = torch.zeros(batch_size, dtype=torch.long, device=device)
+
+    @property
+    def batch_size(self) -> int:
+        return self.keys.shape[1]
+
+    def select(self, rows: torch.Tensor) -> "KVCache":
+        """A cache holding only these rows (e.g. the games still running)."""
+        other = KVCache.__new__(KVCache)
+        other.max_len = self.max_len
+        other.keys, other.values = self.keys[:, rows], self.values[:, rows]
+        other.lengths = self.lengths[rows].clone()
+        return other
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.n_head = config.n_head
+        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd, bias=config.bias)
+        self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
+        self.dropout = config.dropout
+        self.resid_dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None, layer: int = 0,
+                positions: torch.Tensor | None = None) -> torch.Tensor:
+        B, T, C = x.shape
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
+        dropout = self.dropout if self.training else 0.0
+        if cache is None:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=dropout)
+        else:
+            # Write the new keys/values at each row's own positions, then attend over the
+            # prefix up to (and including) each query's position.
+            rows = torch.arange(B, device=x.device)[:, None]
+            cache.keys[layer, rows, :, positions] = k.transpose(1, 2)
+            cache.values[layer, rows, :, positions] = v.transpose(1, 2)
+            span = int(positions.max()) + 1
+            keys, values = cache.keys[layer, :, :, :span], cache.values[layer, :, :, :span]
+            visible = torch.arange(span, device=x.device)[None, None, :] <= positions[:, :, None]
+            y = F.scaled_dot_product_attention(q, keys, values, attn_mask=visible[:, None])
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.resid_dropout(self.c_proj(y))
+
+
+class MLP(nn.Module):
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias)
+        self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dropout(self.c_proj(F.gelu(self.c_fc(x))))
+
+
+class Block(nn.Module):
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.attn = CausalSelfAttention(config)
+        self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.mlp = MLP(config)
+
+    def forward(self, x: torch.Tensor, cache: KVCache | None, layer: int,
+                positions: torch.Tensor | None) -> torch.Tensor:
+        x = x + self.attn(self.ln_1(x), cache, layer, positions)
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(config.vocab_size, config.n_embd),
+            wpe=nn.Embedding(config.block_size, config.n_embd),
+            drop=nn.Dropout(config.dropout),
+            h=nn.ModuleList(Block(config) for _ in range(config.n_layer)),
+            ln_f=nn.LayerNorm(config.n_embd, bias=config.bias),
+        ))
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+        self.transformer.wte.weight = self.lm_head.weight  # tied
+        self.apply(self._init_weights)
+        # GPT-2: scale the residual projections by depth.
+        for name, parameter in self.named_parameters():
+            if name.endswith("c_proj.weight"):
+                torch.nn.init.normal_(parameter, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        if isinstance(module, nn.Linear):
+            torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            if module.bias is not None:
+                torch.nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def flops_per_token(self, seq_len: int | None = None) -> float:
+        """Training FLOPs (forward + backward) per token, as in the PaLM appendix."""
+        c, t = self.config, seq_len or self.config.block_size
+        return 6 * self.num_parameters() + 12 * c.n_layer * c.n_embd * t
+
+    def new_cache(self, batch_size: int, max_len: int | None = None) -> KVCache:
+        parameter = self.lm_head.weight
+        return KVCache(self.config, batch_size, parameter.device, parameter.dtype, max_len)
+
+    def forward(self, idx: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
+        """Logits (B, T, vocab) for tokens idx (B, T). With a cache, idx continues each row
+        from its cached length, and the cache grows by T."""
+        B, T = idx.shape
+        if cache is None:
+            if T > self.config.block_size:
+                raise ValueError(f"{T} tokens exceed the context of {self.config.block_size}")
+            positions = None
+            pos_emb = self.transformer.wpe(torch.arange(T, device=idx.device))[None]
+        else:
+            positions = cache.lengths[:, None] + torch.arange(T, device=idx.device)[None]
+            if int(positions.max()) >= cache.max_len:
+                raise ValueError(f"cache of {cache.max_len} positions is full")
+            pos_emb = self.transformer.wpe(positions)
+        x = self.transformer.drop(self.transformer.wte(idx) + pos_emb)
+        for layer, block in enumerate(self.transformer.h):
+            x = block(x, cache, layer, positions)
+        if cache is not None:
+            cache.lengths += T
+        return self.lm_head(self.transformer.ln_f(x))
