@@ -1,0 +1,92 @@
+"""Cost of the legal masks of one move against one python-chess legal-move generation.
+
+    python bench/tokens.py [--games 200]
+
+For every position of real games (the shared corpus, else random games), on the same
+position: (a) baseline `list(board.legal_moves)`; (b) our three masks of the move played
+(source mask, feed source, destination mask, feed destination, promotion mask) on a State
+that has not seen the position yet; (c) a naive automaton that generates the legal moves
+again for each of the three masks. Target: (b) / (a) <= 1.5.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+import chess
+import chess.pgn
+import numpy as np
+
+from chesscore.tokens import BOS, State, encode_move
+
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "pgn-corpus" / "kdave__pgn-toys__lichess.pgn"
+
+
+def load_games(n: int) -> list[list[chess.Move]]:
+    games = []
+    if CORPUS.exists():
+        with open(CORPUS, encoding="utf-8") as f:
+            while len(games) < n and (game := chess.pgn.read_game(f)) is not None:
+                if moves := list(game.mainline_moves()):
+                    games.append(moves)
+        return games
+    rng = random.Random(0)
+    for _ in range(n):
+        board, moves = chess.Board(), []
+        while not board.is_game_over() and len(moves) < 120:
+            moves.append(rng.choice(list(board.legal_moves)))
+            board.push(moves[-1])
+        games.append(moves)
+    return games
+
+
+def naive_masks(board: chess.Board, move: chess.Move) -> None:
+    """What a per-token automaton does: a full move generation for every mask."""
+    for keep in (lambda m: True, lambda m: m.from_square == move.from_square, lambda m: m.from_square == move.from_square and m.to_square == move.to_square):
+        mask = np.zeros(128, dtype=bool)
+        mask[[m.to_square for m in board.legal_moves if keep(m)]] = True
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--games", type=int, default=200, help="games to take positions from")
+    args = parser.parse_args()
+    games = load_games(args.games)
+    clock = time.perf_counter_ns
+    generation = ours = naive = 0
+    positions = 0
+    for moves in games:
+        state = State()
+        state.feed(BOS)
+        for move in moves:
+            source, destination, promotion = encode_move(move)
+            fresh, board = state.copy(), state.board.copy(stack=False)
+            t0 = clock()
+            list(board.legal_moves)
+            t1 = clock()
+            fresh.mask()
+            fresh.feed(source)
+            fresh.mask()
+            fresh.feed(destination)
+            fresh.mask()
+            t2 = clock()
+            naive_masks(board, move)
+            t3 = clock()
+            generation, ours, naive = generation + t1 - t0, ours + t2 - t1, naive + t3 - t2
+            positions += 1
+            for token in (source, destination, promotion):
+                state.feed(token)
+    per = lambda ns: ns / positions / 1000
+    print(f"positions: {positions} from {len(games)} games ({'corpus' if CORPUS.exists() else 'random games'})")
+    print(f"baseline list(board.legal_moves):       {per(generation):7.1f} us/position")
+    print(f"ours, three masks of a move:            {per(ours):7.1f} us/position   ratio {ours / generation:.2f}x (target <= 1.5x)")
+    print(f"naive, a move generation per mask:      {per(naive):7.1f} us/position   ratio {naive / generation:.2f}x")
+    sys.exit(0 if ours / generation <= 1.5 else 1)
+
+
+if __name__ == "__main__":
+    main()
