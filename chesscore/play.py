@@ -72,6 +72,12 @@ class ModelPlayer:
         self.cache.lengths = lengths  # right padding is ignored: later tokens overwrite it
         self.logits = logits[torch.arange(self.n_games, device=self.device), lengths - 1]
 
+    def keep(self, rows: Sequence[int]) -> None:
+        """Drop every row but these (in this order): finished games stop costing compute."""
+        index = torch.as_tensor(list(rows), dtype=torch.long, device=self.device)
+        self.cache = self.cache.select(index)
+        self.logits = self.logits[index]
+
     def feed_move(self, move: chess.Move, row: int) -> None:
         """Feed one game's move (e.g. an engine's) while the other rows stand still."""
         tokens = torch.full((self.n_games, 3), PAD, dtype=torch.long)
