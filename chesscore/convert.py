@@ -1,0 +1,123 @@
+"""The convert stage's engine: validated games in, content-addressed shards and manifest out.
+
+    manifest = run_convert(Path("data/validated"), Path("data/dataset"), ConvertConfig())
+
+Each game's split is a keyed hash of its game id (so a game keeps its split when more input
+arrives), rows keep their input order within a split, and every `shard_games` rows of a split
+become one shard (chesscore.shards). A leakage check counts identical move sequences in two
+splits; it must be zero (validate dedups them), else nothing is written. The output folder is
+built aside and swapped in whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from chesscore import validate_run
+from chesscore.dedup import SeenKeys
+from chesscore.fileio import atomic_write_json
+from chesscore.shards import MANIFEST, SPLITS, build_manifest, write_shard
+
+
+class LeakageError(RuntimeError):
+    """The same move sequence landed in two splits."""
+
+
+@dataclass(frozen=True)
+class ConvertConfig:
+    """How games become a dataset; all of it is recorded in the manifest."""
+
+    train: float = 0.90  # fraction of games (by hash of the game id) in each split
+    validation: float = 0.05
+    test: float = 0.05
+    split_key: str = "chesscore-split-v1"  # the hash key: change it to draw a new split
+    shard_games: int = 100_000  # rows per shard (the last shard of a split may be smaller)
+
+    def __post_init__(self) -> None:
+        fractions = (self.train, self.validation, self.test)
+        if min(fractions) < 0 or abs(sum(fractions) - 1) > 1e-9:
+            raise ValueError(f"split fractions {fractions} must be >= 0 and sum to 1")
+        if self.shard_games < 1:
+            raise ValueError("shard_games must be at least 1")
+
+
+def assign_splits(game_ids: list[str], config: ConvertConfig) -> np.ndarray:
+    """0 (train), 1 (validation) or 2 (test) per game: where a keyed 64-bit hash of the id falls."""
+    key = config.split_key.encode()
+    hashes = np.frombuffer(b"".join(hashlib.blake2b(game_id.encode(), key=key, digest_size=8).digest()
+                                    for game_id in game_ids), np.uint64)
+    bounds = [np.uint64(min(int(f * 2 ** 64), 2 ** 64 - 1)) for f in (config.train, config.train + config.validation)]
+    return (hashes >= bounds[0]).astype(np.int8) + (hashes >= bounds[1]).astype(np.int8)
+
+
+def move_hashes(tokens: pa.ListArray) -> np.ndarray:
+    """64-bit hash of each game's token sequence (the same one validate dedups with)."""
+    values = memoryview(tokens.values.to_numpy(zero_copy_only=True))
+    offsets = tokens.offsets.to_numpy()
+    return np.frombuffer(b"".join(hashlib.blake2b(values[s:e], digest_size=8).digest()
+                                  for s, e in zip(offsets[:-1].tolist(), offsets[1:].tolist())), np.uint64)
+
+
+def run_convert(validated: Path, out: Path, config: ConvertConfig, workers: int = 1,
+                progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Write out/manifest.json and out/shards/*.arrow; return the manifest."""
+    validated, out = Path(validated), Path(out)
+    source = json.loads((validated / validate_run.INPUTS).read_text(encoding="utf-8"))
+    tmp = out.with_name(f".{out.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    pending: dict[int, list[pa.RecordBatch]] = {s: [] for s in range(len(SPLITS))}
+    counts = dict.fromkeys(range(len(SPLITS)), 0)
+    shards: list[Future] = []
+    seen, leaks = SeenKeys(), 0
+    with ThreadPoolExecutor(max(1, workers)) as pool, pa.memory_map(str(validated / validate_run.GAMES)) as f:
+        def flush(split: int, final: bool) -> None:
+            table = pa.Table.from_batches(pending[split]) if pending[split] else None
+            while table is not None and (table.num_rows >= config.shard_games or (final and table.num_rows)):
+                rows = table.slice(0, config.shard_games)
+                shards.append(pool.submit(write_shard, rows, tmp, SPLITS[split]))
+                table = table.slice(rows.num_rows)
+            pending[split] = table.to_batches() if table is not None else []
+            counts[split] = table.num_rows if table is not None else 0
+
+        reader = pa.ipc.open_file(f)
+        for number in range(reader.num_record_batches):
+            batch = reader.get_batch(number)
+            splits = assign_splits(batch["game_id"].to_pylist(), config)
+            hashes = move_hashes(batch["tokens"])
+            earlier = seen.lookup(hashes)
+            leaks += int(np.count_nonzero((earlier >= 0) & (earlier != splits)))
+            for key, split in zip(hashes.tolist(), splits.tolist()):
+                seen.add(key, split)
+            for split in range(len(SPLITS)):
+                part = batch.filter(pa.array(splits == split))
+                if part.num_rows:
+                    pending[split].append(part)
+                    counts[split] += part.num_rows
+                    if counts[split] >= config.shard_games:
+                        flush(split, final=False)
+            if progress:
+                progress(batch.num_rows)
+        for split in range(len(SPLITS)):
+            flush(split, final=True)
+        entries = [future.result() for future in shards]
+    if leaks:
+        shutil.rmtree(tmp)
+        raise LeakageError(f"{leaks} games have the same moves as a game in another split")
+    inputs = [{key: entry[key] for key in ("path", "sha256", "bytes", "games_seen", "accepted", "rejected")}
+              for entry in source["inputs"]]
+    params = {"validate": source["params"], "convert": asdict(config)}
+    manifest = build_manifest(params, inputs, entries, leakage={"cross_split_identical_moves": leaks})
+    atomic_write_json(tmp / MANIFEST, manifest)
+    validate_run.replace_dir(tmp, out)
+    return manifest

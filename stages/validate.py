@@ -1,0 +1,135 @@
+"""Stage `validate`: raw PGN dumps -> accepted games, rejects with reasons, raw-input manifest.
+
+    python -m stages.validate                                  # every option from params.yaml
+    python -m stages.validate --raw data/raw --out data/validated --workers 4
+    python -m stages.validate --raw /data/lichess_db_standard_rated_2024-0{1,2}.pgn.zst --workers 0
+
+Inputs are .pgn, .pgn.zst (also .gz, .bz2) files or folders of them, read as streams. The rules
+(chesscore.validate.ValidateConfig) come from params.yaml's `validate:` section. Writes
+OUT/games.arrow, OUT/rejects.arrow, OUT/inputs.json and OUT/report.json (the DVC metric), then
+prints a one-screen summary. A file that cannot be read to its end is recorded as a reject
+(`not_pgn` or `unreadable`, with the byte offset); with --strict the stage then fails (exit 65)
+after writing everything it could read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from tqdm import tqdm
+
+from chesscore import failures
+from chesscore.pgn_input import find_inputs
+from chesscore.validate import ValidateConfig
+from chesscore.validate_run import run_validate
+
+PARAMS = Path("params.yaml")
+
+
+def read_params(path: Path, section: str) -> dict[str, Any]:
+    """One section of the params file ({} when the file or the section is absent)."""
+    if not path.is_file():
+        return {}
+    values = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get(section) or {}
+    if not isinstance(values, dict):
+        raise failures.Refused(f"{path}: `{section}:` is not a mapping")
+    return values
+
+
+def worker_count(value: int) -> int:
+    """0 means one worker per CPU core."""
+    return value if value > 0 else (os.cpu_count() or 1)
+
+
+def config_from(values: dict[str, Any], cls: type, path: Path, section: str) -> Any:
+    """A config dataclass from the params section's matching keys (lists become tuples)."""
+    fields = {f.name for f in dataclasses.fields(cls)}
+    chosen = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items() if k in fields}
+    try:
+        return cls(**chosen)
+    except (TypeError, ValueError) as error:
+        raise failures.Refused(f"{path}: `{section}:` {error}") from None
+
+
+def parser(defaults: dict[str, Any]) -> argparse.ArgumentParser:
+    d = defaults.get
+    raw = d("raw", "data/raw")
+    p = argparse.ArgumentParser(prog="python -m stages.validate", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--params", type=Path, default=PARAMS, help="params file (its `validate:` section)")
+    p.add_argument("--raw", nargs="+", type=Path, default=[Path(r) for r in ([raw] if isinstance(raw, str) else raw)],
+                   help="PGN files (.pgn, .pgn.zst, .gz, .bz2) or folders of them")
+    p.add_argument("--out", type=Path, default=Path(d("out", "data/validated")), help="output folder")
+    p.add_argument("--workers", type=int, default=d("workers", 1), help="parsing processes (0: one per core)")
+    p.add_argument("--batch-games", type=int, default=d("batch_games", 2000), help="games per work unit")
+    p.add_argument("--strict", action=argparse.BooleanOptionalAction, default=d("strict", False),
+                   help="fail (after writing) when a file could not be read to its end")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p
+
+
+def summary(report: dict[str, Any], out: Path, seconds: float, workers: int) -> str:
+    seen = report["games_seen"]
+    lines = [f"validate: {len(report['by_file'])} file(s), {seen:,} games in {seconds:.1f} s "
+             f"({seen / max(seconds, 1e-9):,.0f} games/s, {workers} worker(s))",
+             f"  accepted  {report['accepted']:>12,}",
+             f"  rejected  {report['rejected']:>12,}"]
+    lines += [f"    {reason:<24}{count:>10,}" for reason, count in report["by_reason"].items()]
+    lines.append(f"  read by python-chess after the fast parser gave up: {report['reference_reads']:,}")
+    files = list(report["by_file"].items())
+    lines.append("  per file (seen / accepted / rejected):")
+    for path, entry in files[:10]:
+        lines.append(f"    {path}  {entry['games_seen']:,} / {entry['accepted']:,} / {sum(entry['rejected'].values()):,}")
+    if len(files) > 10:
+        lines.append(f"    ... and {len(files) - 10} more (see {out / 'report.json'})")
+    for error in report["file_errors"]:
+        lines.append(f"  FILE PROBLEM {error['path']}: {error['error']}")
+    lines.append(f"  wrote {out}/ (games.arrow, rejects.arrow, inputs.json, report.json)")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--params", type=Path, default=PARAMS)
+    params_path = pre.parse_known_args(argv)[0].params
+    values = read_params(params_path, "validate")
+    args = parser(values).parse_args(argv)
+    config = config_from(values, ValidateConfig, params_path, "validate")
+    workers = worker_count(args.workers)
+    try:
+        files = find_inputs(args.raw)
+    except FileNotFoundError as error:
+        raise failures.BadInput(str(error)) from None
+    total = sum(path.stat().st_size for path in files)
+    bar = tqdm(total=total, unit="B", unit_scale=True, desc="validate", disable=args.no_progress,
+               mininterval=1.0, file=sys.stderr)
+    last = {"games": 0}
+
+    def progress(nbytes: int, games: int) -> None:
+        bar.update(nbytes)
+        if games - last["games"] >= 10_000:
+            last["games"] = games
+            bar.set_postfix(games=f"{games:,}", refresh=False)
+
+    start = time.perf_counter()
+    try:
+        report = run_validate(files, args.out, config, workers=workers, batch_games=args.batch_games,
+                              progress=progress)
+    finally:
+        bar.close()
+    print(summary(report, args.out, time.perf_counter() - start, workers))
+    if args.strict and report["file_errors"]:
+        problems = "; ".join(f"{e['path']}: {e['error']}" for e in report["file_errors"])
+        raise failures.BadInput(f"--strict: {problems}")
+    return 0
+
+
+if __name__ == "__main__":
+    failures.run("validate", main)
