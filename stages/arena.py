@@ -1,0 +1,189 @@
+"""Stage `arena`: a checkpoint against Stockfish levels, a random mover and other checkpoints.
+
+    python -m stages.arena                                    # every option from params.yaml
+    python -m stages.arena --checkpoint data/train/best.pt --out data/arena --games 20
+
+Per opponent: W/D/L, score, Elo difference with its 95% interval, the raw model's illegal
+attempts; overall: a rating anchored on the Stockfish levels (CCRL 40/4 scale, see
+chesscore/elo.py). Writes OUT/arena.json (DVC metric), OUT/results.csv (a row per opponent),
+OUT/games.pgn, OUT/games.csv (a row per game) and OUT/report.md. Stockfish comes from
+Debian's `stockfish` package; where it is missing the stage stops and says how to install it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import torch
+import yaml
+from tqdm import tqdm
+
+from chesscore.arena import (CHECKPOINT, RANDOM, STOCKFISH, ArenaConfig, ArenaGame, Opponent, game_rows,
+                             pgn_text, play_match, summarise)
+from chesscore.checkpoint import CheckpointError, load_model
+from chesscore.engine import StockfishLevel, StockfishMissing, find_stockfish
+from chesscore.fileio import atomic_write_json, atomic_write_text, sha256_file
+
+PARAMS = Path("params.yaml")
+
+
+def read_section(path: Path, section: str) -> dict[str, Any]:
+    params = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    return dict((params or {}).get(section) or {})
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--params", type=Path, default=PARAMS)
+    known, _ = pre.parse_known_args(argv)
+    d = read_section(known.params, "arena").get
+    p = argparse.ArgumentParser(prog="python -m stages.arena", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--params", type=Path, default=PARAMS, help="params file (its `arena:` section)")
+    p.add_argument("--checkpoint", type=Path, default=d("checkpoint", "data/train/best.pt"))
+    p.add_argument("--out", type=Path, default=d("out", "data/arena"))
+    p.add_argument("--games", type=int, default=d("games", 8), help="games per opponent")
+    p.add_argument("--temperature", type=float, default=d("temperature", 0.0), help="0: the model's top move")
+    p.add_argument("--max-plies", type=int, default=d("max_plies", 300), help="adjudicated draw after this")
+    p.add_argument("--concurrency", type=int, default=d("concurrency", 32), help="games per batch")
+    p.add_argument("--seed", type=int, default=d("seed", 0))
+    p.add_argument("--device", default=d("device", "cpu"))
+    p.add_argument("--threads", type=int, default=d("threads", 1), help="torch CPU threads")
+    p.add_argument("--stockfish", default=(d("stockfish") or {}).get("path"),
+                   help="Stockfish executable (default: PATH, then /usr/games/stockfish)")
+    args = p.parse_args(argv)
+    args.opponents = d("opponents") or [{"name": "random", "kind": RANDOM}]
+    args.stockfish_search = d("stockfish") or {}
+    return args
+
+
+def build_opponents(specs: list[dict[str, Any]], search: dict[str, Any], device: str) -> list[Opponent]:
+    """Opponents from params (`kind: random | stockfish | checkpoint`), checked before any game."""
+    opponents, names = [], set()
+    for spec in specs:
+        name, kind = spec.get("name"), spec.get("kind")
+        if not name or name in names:
+            raise ValueError(f"arena.opponents: every opponent needs a unique name (got {name!r})")
+        names.add(name)
+        if kind == RANDOM:
+            opponents.append(Opponent.random(name))
+        elif kind == STOCKFISH:
+            opponents.append(Opponent.stockfish(StockfishLevel(
+                name, uci_elo=spec.get("uci_elo"), skill=spec.get("skill"),
+                movetime_ms=spec.get("movetime_ms", search.get("movetime_ms", 20)),
+                nodes=spec.get("nodes", search.get("nodes")),
+                threads=search.get("threads", 1), hash_mb=search.get("hash_mb", 16))))
+        elif kind == CHECKPOINT:
+            model, payload = load_model(spec["path"], device)
+            opponents.append(Opponent.checkpoint(name, model, f"chesscore {spec['path']}"))
+        else:
+            raise ValueError(f"arena.opponents: {name!r} has kind {kind!r}; expected random, stockfish or checkpoint")
+    return opponents
+
+
+def _csv(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def _elo_text(row: dict[str, Any], keys=("elo", "low", "high")) -> str:
+    value, low, high = (row[k] for k in keys)
+    def fmt(x, inf):
+        return inf if x is None else f"{x:+.0f}"
+    centre = fmt(value, "-inf" if row.get("score", 0.5) == 0 else "+inf")
+    return f"{centre} [{fmt(low, '-inf')}, {fmt(high, '+inf')}]"
+
+
+def _rating_text(rating: dict[str, Any] | None) -> str:
+    if rating is None:
+        return "no Stockfish opponent: no anchored rating"
+    if rating["rating"] is None:
+        bound = "upper" if rating["score"] == 0 else "lower"
+        value = rating["high"] if rating["score"] == 0 else rating["low"]
+        return f"{'<' if bound == 'upper' else '>'} {value:.0f} (95% {bound} bound; every anchored game " \
+               f"{'lost' if bound == 'upper' else 'won'})"
+    return f"{rating['rating']:.0f} [{rating['low']:.0f}, {rating['high']:.0f}] (95%)"
+
+
+def report_markdown(summary: dict[str, Any], checkpoint: str, config: ArenaConfig) -> str:
+    lines = [f"# Arena: {checkpoint}", "",
+             f"{summary['games']} games, {config.games} per opponent in pairs (each opening once with "
+             f"each colour), model temperature {config.temperature:g}, draw adjudicated after "
+             f"{config.max_plies} plies, seed {config.seed}.", "",
+             f"**Rating anchored on the Stockfish levels** (CCRL 40/4 scale): {_rating_text(summary['rating'])}", "",
+             "| opponent | anchor Elo | games | W | D | L | score | Elo difference [95%] | LOS | illegal attempts |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for row in summary["opponents"]:
+        anchor = "-" if row["anchor_elo"] is None else f"{row['anchor_elo']:.0f}"
+        rate = "-" if row["illegal_attempt_rate"] is None else f"{row['illegal_attempts']} ({row['illegal_attempt_rate']:.1%})"
+        lines.append(f"| {row['name']}: {row['description']} | {anchor} | {row['games']} | {row['wins']} | "
+                     f"{row['draws']} | {row['losses']} | {row['score']:.3f} | {_elo_text(row)} | "
+                     f"{row['los']:.2f} | {rate} |")
+    lines += ["", "Elo differences are the model's, from its score (W + D/2) / N; the interval is the "
+              "trinomial normal approximation of cutechess-cli / fastchess (Wilson where every game had "
+              "one result). Illegal attempts: the model's moves whose own unmasked choice was illegal "
+              "(the legal mask played a legal one). Stockfish anchors: UCI_Elo N stands for N; Skill "
+              "Level L for 1346.6 + 143.4 L^0.806 (Stockfish 15.1's calibration at 60s+0.6s, anchored "
+              "on CCRL 40/4). Games: games.pgn.", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    torch.set_num_threads(max(1, args.threads))
+    config = ArenaConfig(games=args.games, temperature=args.temperature, max_plies=args.max_plies,
+                         concurrency=args.concurrency, seed=args.seed)
+    try:
+        needs_stockfish = any(spec.get("kind") == STOCKFISH for spec in args.opponents)
+        stockfish = find_stockfish(args.stockfish) if needs_stockfish else None
+        model, _ = load_model(args.checkpoint, args.device)
+        opponents = build_opponents(args.opponents, args.stockfish_search, args.device)
+    except (StockfishMissing, CheckpointError, ValueError, KeyError) as error:
+        print(f"arena: {error}", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    matches: list[tuple[Opponent, list[ArenaGame]]] = []
+    with tqdm(total=config.games * len(opponents), desc="arena", unit="game", file=sys.stderr) as bar:
+        for opponent in opponents:
+            bar.set_postfix_str(opponent.name)
+            matches.append((opponent, play_match(model, opponent, config, stockfish, lambda _: bar.update())))
+    seconds = time.perf_counter() - started
+    checkpoint = str(args.checkpoint)
+    summary = summarise(matches)
+    record = {"checkpoint": {"path": checkpoint, "sha256": sha256_file(args.checkpoint)},
+              "config": asdict(config), **summary}
+    out = args.out
+    atomic_write_json(out / "arena.json", record)
+    atomic_write_text(out / "games.pgn", pgn_text(matches, checkpoint))
+    game_table = game_rows(matches)
+    atomic_write_text(out / "games.csv", _csv(game_table, list(game_table[0])))
+    atomic_write_text(out / "results.csv", _csv(summary["opponents"], [
+        "name", "kind", "anchor_elo", "games", "wins", "draws", "losses", "score", "elo", "low", "high",
+        "los", "draw_ratio", "mean_plies", "illegal_attempts", "model_moves", "illegal_attempt_rate"]))
+    atomic_write_text(out / "report.md", report_markdown(summary, checkpoint, config))
+
+    print(f"\narena: {checkpoint}: {summary['games']} games in {seconds:.1f} s "
+          f"({summary['games'] / seconds:.2f} games/s)")
+    print(f"{'opponent':<22}{'anchor':>7}{'W':>5}{'D':>5}{'L':>5}{'score':>7}  {'Elo diff [95%]':<22}{'illegal':>9}")
+    for row in summary["opponents"]:
+        anchor = "-" if row["anchor_elo"] is None else f"{row['anchor_elo']:.0f}"
+        rate = "-" if row["illegal_attempt_rate"] is None else f"{row['illegal_attempt_rate']:.1%}"
+        print(f"{row['name'][:21]:<22}{anchor:>7}{row['wins']:>5}{row['draws']:>5}{row['losses']:>5}"
+              f"{row['score']:>7.3f}  {_elo_text(row):<22}{rate:>9}")
+    print(f"rating anchored on Stockfish (CCRL 40/4): {_rating_text(summary['rating'])}")
+    print(f"outputs: {out}/arena.json, results.csv, games.pgn, games.csv, report.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
