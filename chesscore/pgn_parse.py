@@ -52,19 +52,21 @@ class ParsedBatch:
                 zip(self.from_squares[start:end], self.to_squares[start:end], self.promotions[start:end])]
 
 
-def parse_batch(texts: list[str]) -> ParsedBatch:
-    """Parse every text (one game each). Games the Rust parser rejects go to python-chess."""
+def parse_batch(texts: list[str], to_reference: list[bool] | None = None) -> ParsedBatch:
+    """Parse every text (one game each). Games the Rust parser rejects go to python-chess, and so
+    do the games flagged in `to_reference` (layouts where the two parsers are known to differ)."""
     if not texts:
         return ParsedBatch()
+    forced = np.zeros(len(texts), bool) if to_reference is None else np.asarray(to_reference, bool)
     parsed = rust_pgn.parse_games_from_strings(texts, num_threads=1)
     if len(parsed) != len(texts):  # it skips texts with no game in them: go one by one
-        return _concat([_one(text) for text in texts])
+        return _concat([reference(text) if force else _one(text) for text, force in zip(texts, forced)])
     parts, done = [], 0
     for chunk in parsed.chunks:
         columns = _Columns(chunk)
         # Keep runs of valid games columnar; send each invalid one to the reference.
         start = 0
-        for bad in np.flatnonzero(~columns.valid):
+        for bad in np.flatnonzero(~columns.valid | forced[done:done + len(columns.valid)]):
             if bad > start:
                 parts.append(columns.games(start, int(bad)))
             parts.append(reference(texts[done + int(bad)]))

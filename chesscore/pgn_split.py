@@ -5,8 +5,8 @@
 
 Where one game ends and the next begins (the rules real files need):
   1. a tag line after movetext starts a new game (blank line or not);
-  2. after a blank line, a tag section that repeats a tag name of the open game starts a new
-     game (tag-only exports separate games by one blank line), while new names continue it
+  2. after a blank line, a tag line whose name the open game already has starts a new game
+     (tag-only exports separate games by one blank line), while a new name continues it
      (ChessBase writes a blank line inside a tag section);
   3. after a blank line, movetext that follows movetext starts a new game without tags;
   4. nothing inside a {comment} counts: not blank lines, not tag-like lines.
@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 MAX_GAME_BYTES = 8 << 20  # no real game comes near; past this the text is skipped and rejected
 BOM = b"\xef\xbb\xbf"
-_SUSPECT_LINE = re.compile(rb"\n[ \t\f\v]*(?:\n|\[|$)")  # a blank-ish or tag line inside movetext
+_SUSPECT_LINE = re.compile(rb"\n[ \t\f\v]*(?:\n|\[|$|\xef\xbb\xbf)")  # a blank, tag or BOM line in movetext
 _TAG_NAMES = re.compile(rb"\[\s*([A-Za-z0-9][A-Za-z0-9_+#=:-]*)")
 _TAG_PAIRS = re.compile(rb'(?:\[[^\[\]"\n]*"(?:[^"\\\n]|\\.)*"\s*\]\s*)+')  # tags before moves on a line
 
@@ -37,6 +37,7 @@ class RawGame(NamedTuple):
     offset: int  # byte offset of the game's first line (in the decompressed file)
     data: bytes  # the game's text up to the next game (b"" when `problem` is set)
     problem: str | None = None  # why the text could not be kept as a game
+    odd: bool = False  # tags and moves share a line: parsers disagree there, the reference decides
 
 
 def _comment_after(line: bytes, in_comment: bool) -> bool:
@@ -62,6 +63,7 @@ class _Scanner:
     def __init__(self, buf: bytes, fast: bool = True) -> None:
         self.buf, self.fast = buf, fast
         self.starts: list[int] = []
+        self.odd: set[int] = set()  # starts of games with tags and moves on one line
         self.has_text = False  # the open game has movetext
         self.tag_spans: list[tuple[int, int]] = []  # where the open game's tags are
         self.names: set[bytes] | None = None  # their names, computed only when needed
@@ -78,7 +80,8 @@ class _Scanner:
         elif self.after_blank and self.tag_spans:
             if self.names is None:
                 self.names = {n for s, e in self.tag_spans for n in _TAG_NAMES.findall(self.buf, s, e)}
-            if self.names.intersection(_TAG_NAMES.findall(self.buf, start, end)):
+            first = _TAG_NAMES.match(self.buf, start, end)
+            if first and first.group(1) in self.names:
                 self._start(start)
         self.tag_spans.append((start, end))
         if self.names is not None:
@@ -143,6 +146,7 @@ class _Scanner:
                 self._tags(at, at + close)
                 rest = body[close:]
                 if rest.strip():  # moves on the same line as the tags
+                    self.odd.add(self.starts[-1])
                     self.has_text = True
                     self.in_comment = _comment_after(rest, False)
             else:
@@ -174,13 +178,14 @@ def split_games(blocks: Iterable[bytes], max_game_bytes: int = MAX_GAME_BYTES,
         end = len(buf) if last else max(buf.rfind(b"\n\n"), buf.rfind(b"\n\r\n"))
         if end <= 0:
             continue
-        starts = _Scanner(buf, fast).scan(end)
+        scanner = _Scanner(buf, fast)
+        starts = scanner.scan(end)
         if not starts:  # only blank lines so far
             base, buf = base + end, buf[end:]
             continue
         ends = starts[1:] + ([len(buf)] if last else [])
         for begin, finish in zip(starts, ends):
-            yield RawGame(index, base + begin, buf[begin:finish])
+            yield RawGame(index, base + begin, buf[begin:finish], odd=begin in scanner.odd)
             index += 1
         if not last:
             base, buf = base + starts[-1], buf[starts[-1]:]

@@ -148,7 +148,7 @@ def validate_batch(job: BatchJob) -> BatchResult:
         except UnicodeDecodeError as error:
             rejects.append((game.index, game.offset, None, "unparsable",
                             f"invalid UTF-8 at byte {game.offset + error.start}"))
-    parsed = parse_batch(texts)
+    parsed = parse_batch(texts, [game.odd for game in raws])
     plies = parsed.plies()
     accepted = []
     for k, game in enumerate(raws):
