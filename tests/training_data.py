@@ -1,16 +1,25 @@
 """Real games for the training tests: the shared corpus's standard games as triples-v1 tokens,
-and a converted dataset folder (shards + manifest, written by chesscore.shards) made of them."""
+a converted dataset folder (shards + manifest, written by chesscore.shards) made of them, and
+the small in-process training run the resume and stop tests share."""
 
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
+import torch
 
 from chesscore import shards
+from chesscore.batching import TokenList
+from chesscore.distributed import setup
 from chesscore.fileio import atomic_write_json
+from chesscore.model import CONFIGS
 from chesscore.tokens import encode_game
+from chesscore.train_config import TrainConfig
+from chesscore.trainer import TrainData, train
 from corpus import standard_games
 
 
@@ -39,3 +48,37 @@ def write_dataset(root: Path, train: list, validation: list, test: list = ()) ->
     manifest = shards.build_manifest({"source": "tests/training_data.py"}, [], entries)
     atomic_write_json(root / shards.MANIFEST, manifest)
     return manifest
+
+
+# Dropout on, so the per-rank RNG state is part of what a resume must restore.
+MODEL = replace(CONFIGS["tiny"], dropout=0.1)
+# 60 games, 4 per microbatch, 2 microbatches per update: 8 updates per epoch (the last one a
+# single microbatch), validation every 3 updates and at epoch ends, 13 updates in all.
+CONFIG = TrainConfig(model="tiny", micro=4, accum=2, epochs=5, seed=11, schedule_steps=16, warmup_steps=2,
+                     max_updates=13, validation_every_steps=3, legality_eval_games=4, log_every_steps=2)
+# What must come out byte for byte the same however the run was interrupted (results.json and
+# events.jsonl hold timings and are not among them).
+ARTIFACTS = ("last.pt", "best.pt", "identity.json", "metrics.json", "plots/train_loss.csv", "plots/validation.csv")
+
+
+def small_data() -> TrainData:
+    games = corpus_tokens()
+    return TrainData(TokenList(games[:60]), TokenList(games[60:76]), fingerprint="test-dataset")
+
+
+def run(data: TrainData, output: Path, config: TrainConfig = CONFIG, **options) -> dict:
+    return train(config, data, output, setup("cpu"), model_config=MODEL, **options)
+
+
+def same_artifacts(a: Path, b: Path) -> None:
+    for name in ARTIFACTS:
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny models gain nothing from threads, and lose much when the 2 cores are shared."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
