@@ -84,34 +84,40 @@ def run_validate(raw: list[Path], out: Path, config: ValidateConfig, workers: in
 
 def _work(files, inputs, config, batch_games, max_game_bytes, errors, progress) -> Iterator[tuple[int, Any]]:
     """(file number, BatchJob or a ready BatchResult) in input order; file-level problems become
-    one reject each (not PGN at all, or unreadable from some byte on)."""
+    one reject each (not PGN at all, or unreadable from some byte on), after every game before."""
     seen = 0
     for number, path in enumerate(files):
         entry = inputs[number]
-        last_end, next_index = 0, 0
         blocks = pgn_input.read_blocks(path, on_read=(lambda n: progress(n, seen)) if progress else None)
+        batch, last_end, next_index, failure = [], 0, 0, None
         try:
             first = next(blocks, b"")
             why = pgn_input.sniff(first)
             if why is not None:
                 errors.append({"path": entry["path"], "error": why})
-                yield number, _file_reject(entry, 0, 0, "not_pgn", why)
+                yield number, _file_reject(0, 0, "not_pgn", why)
                 continue
-            games = split_games(itertools.chain([first], blocks), max_game_bytes)
-            while batch := list(itertools.islice(games, batch_games)):
-                last_end = batch[-1].offset + len(batch[-1].data)
-                next_index = batch[-1].index + 1
-                seen += len(batch)
-                yield number, BatchJob(config, entry["path"], entry["sha256"], batch)
-            if next_index == 0:
-                errors.append({"path": entry["path"], "error": "no games (empty file)"})
+            for game in split_games(itertools.chain([first], blocks), max_game_bytes):
+                batch.append(game)
+                if len(batch) == batch_games:
+                    seen += len(batch)
+                    yield number, BatchJob(config, entry["path"], entry["sha256"], batch)
+                    batch = []
+                last_end, next_index = game.offset + len(game.data), game.index + 1
         except pgn_input.InputError as error:
-            errors.append({"path": entry["path"], "error": str(error)})
-            detail = f"{error.message} at byte {error.offset} of the file; the rest is unread"
-            yield number, _file_reject(entry, next_index, last_end, "unreadable", detail)
+            failure = error
+        if batch:
+            seen += len(batch)
+            yield number, BatchJob(config, entry["path"], entry["sha256"], batch)
+        if failure is not None:
+            errors.append({"path": entry["path"], "error": str(failure)})
+            detail = f"{failure.message} at byte {failure.offset} of the file; the rest is unread"
+            yield number, _file_reject(next_index, last_end, "unreadable", detail)
+        elif next_index == 0:
+            errors.append({"path": entry["path"], "error": "no games (empty file)"})
 
 
-def _file_reject(entry: dict, index: int, offset: int, reason: str, detail: str) -> BatchResult:
+def _file_reject(index: int, offset: int, reason: str, detail: str) -> BatchResult:
     empty = pa.RecordBatch.from_pylist([], schema=SCHEMA)
     return BatchResult(empty, np.zeros(0, np.uint64), np.zeros(0, np.uint64),
                        [(index, offset, None, reason, detail)], seen=1)

@@ -1,0 +1,143 @@
+"""Validation rules, filters and dedup: one small PGN file per case, run through run_validate,
+reading back the accepted games and the rejects table it wrote."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from chesscore import pgn_meta
+from chesscore.tokens import decode_game
+from chesscore.validate import ValidateConfig
+from chesscore.validate_run import GAMES, REJECTS, run_validate
+
+FOOLS_MATE = "1. f3 e5 2. g4 Qh4#"
+RUY = "1. e4 e5 2. Nf3 Nc6 3. Bb5 a6"
+OPENINGS = ["1. e4 e5 2. Nf3 Nc6", "1. d4 d5 2. c4 e6", "1. c4 e5 2. Nc3 Nf6", "1. Nf3 d5 2. g3 Nf6",
+            "1. e4 c5 2. Nf3 d6", "1. e4 e6 2. d4 d5", "1. d4 Nf6 2. c4 g6", "1. e4 c6 2. d4 d5"]
+
+
+def game(moves: str, result: str = "1-0", token: str | None = None, **tags: str) -> str:
+    tags = {"Event": "Rated Blitz game", "Site": "https://lichess.org/abcd0000", "Result": result,
+            "WhiteElo": "1500", "BlackElo": "1600", "TimeControl": "180+2", "Termination": "Normal", **tags}
+    head = "".join(f'[{name} "{value}"]\n' for name, value in tags.items() if value is not None)
+    return f"{head}\n{moves} {result if token is None else token}\n\n"
+
+
+def run(tmp_path: Path, files: dict[str, str | bytes], config: ValidateConfig = ValidateConfig(),
+        **kwargs) -> tuple[dict, list[dict], list[dict]]:
+    raw = tmp_path / "raw"
+    raw.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (raw / name).write_bytes(text.encode() if isinstance(text, str) else text)
+    report = run_validate([raw], tmp_path / "out", config, **kwargs)
+    accepted = pa.ipc.open_file(tmp_path / "out" / GAMES).read_all().to_pylist()
+    rejects = pa.ipc.open_file(tmp_path / "out" / REJECTS).read_all().to_pylist()
+    return report, accepted, rejects
+
+
+def numbered(*games: str) -> str:
+    """Games with distinct Lichess ids (so only the ones meant as duplicates are)."""
+    return "".join(g.replace("abcd0000", f"abcd{n:04d}") for n, g in enumerate(games))
+
+
+def test_every_rule_has_its_reason_in_order(tmp_path):
+    text = numbered(
+        game(RUY),                                                       # 0 accepted
+        game(RUY, Variant="Atomic"),                                     # 1
+        game("1. Kb1", FEN="8/8/8/8/8/8/8/K6k w - - 0 1", SetUp="1"),    # 2
+        game("1. e4 -- 2. Nf3"),                                         # 3
+        game("1. e4 e5 2. Ke3"),                                         # 4
+        game(""),                                                        # 5
+        game(RUY, result="*"),                                           # 6
+        game(RUY, token=""),                                             # 7
+        game(RUY, token="0-1"),                                          # 8
+        game(FOOLS_MATE, result="1-0"),                                  # 9 Black mated White
+        game("1. e4"),                                                   # 10
+        game("1. d4 d5 2. c4 e6 3. Nc3 Nf6 4. Bg5 Be7"),                 # 11 8 plies > max 6
+        game(FOOLS_MATE, result="0-1"),                                  # 12 accepted
+        "<html><body>oops</body></html>\n\n",                            # 13
+    )
+    report, accepted, rejects = run(tmp_path, {"g.pgn": text}, ValidateConfig(context_tokens=20))
+    reasons = {r["game_index"]: r["reason"] for r in rejects}
+    assert reasons == {1: "variant", 2: "setup_position", 3: "null_move", 4: "illegal_move", 5: "no_moves",
+                       6: "no_result", 7: "no_result", 8: "result_mismatch", 9: "result_mismatch",
+                       10: "too_short", 11: "too_long", 13: "unparsable"}
+    assert [g["source_index"] for g in accepted] == [0, 12]
+    assert decode_game(accepted[1]["tokens"])[-1].uci() == "d8h4" and accepted[1]["result"] == "0-1"
+    assert "Ke3" in next(r["detail"] for r in rejects if r["reason"] == "illegal_move")
+    assert report["by_file"][f"{tmp_path}/raw/g.pgn"] == {"games_seen": 14, "accepted": 2, "rejected": {
+        "illegal_move": 1, "no_moves": 1, "no_result": 2, "null_move": 1, "result_mismatch": 2,
+        "setup_position": 1, "too_long": 1, "too_short": 1, "unparsable": 1, "variant": 1}}
+    offsets = [r["byte_offset"] for r in rejects]
+    assert text.encode()[offsets[0]:].startswith(b'[Event "Rated Blitz game"]\n[Site "https://lichess.org/abcd0001"]')
+
+
+def test_filters_are_off_by_default_and_each_has_its_reason(tmp_path):
+    text = numbered(
+        game(OPENINGS[0], Event="Casual Blitz game"),                # 0 unrated
+        game(OPENINGS[1], WhiteElo="2400"),                          # 1 rating (max 2000)
+        game(OPENINGS[2], BlackElo="?"),                             # 2 rating (missing)
+        game(OPENINGS[3], TimeControl="60+0"),                       # 3 time_control: bullet
+        game(OPENINGS[4], Termination="Abandoned"),                  # 4 termination
+        game(OPENINGS[5], WhiteTitle="BOT"),                         # 5 bot
+        game(OPENINGS[6], TimeControl="600+5"),                      # 6 accepted (rapid)
+    )
+    _, accepted, rejects = run(tmp_path / "defaults", {"f.pgn": text})
+    assert [r["reason"] for r in rejects] == ["filtered:termination"] and len(accepted) == 6
+    strict = ValidateConfig(rated_only=True, min_rating=1000, max_rating=2000,
+                            time_control_classes=("blitz", "rapid"), exclude_bots=True)
+    _, accepted, rejects = run(tmp_path / "strict", {"f.pgn": text}, strict)
+    assert [r["reason"] for r in rejects] == ["filtered:unrated", "filtered:rating", "filtered:rating",
+                                              "filtered:time_control", "filtered:termination", "filtered:bot"]
+    assert [(g["source_index"], g["time_control_class"], g["base_seconds"], g["increment_seconds"])
+            for g in accepted] == [(6, "rapid", 600, 5)]
+    with pytest.raises(ValueError, match="unknown time control"):
+        ValidateConfig(time_control_classes=("hyperbullet",))
+
+
+def test_duplicates_by_id_and_by_moves_within_and_across_files(tmp_path):
+    first = numbered(game(RUY), game(FOOLS_MATE, result="0-1"), game(RUY))  # 2: same moves as 0
+    again = game("1. d4 d5", Site="https://lichess.org/abcd0001")            # same id as first's 1
+    report, accepted, rejects = run(tmp_path, {"a.pgn": first, "b.pgn": again})
+    assert [(r["source_path"].rsplit("/", 1)[1], r["game_index"], r["reason"]) for r in rejects] == [
+        ("a.pgn", 2, "duplicate"), ("b.pgn", 0, "duplicate")]
+    assert rejects[0]["detail"].startswith("same moves as game 0 of") and rejects[0]["detail"].endswith("a.pgn")
+    assert rejects[1]["detail"].startswith("same game id as game 1 of")
+    assert [g["game_id"] for g in accepted] == ["abcd0000", "abcd0001"]
+    assert report["by_reason"] == {"duplicate": 2}
+
+
+def test_metadata_columns(tmp_path):
+    text = game("1. e4 { [%clk 0:03:00] } 1... e5 { [%clk 0:02:58.5] } 2. Nf3 c5", result="1/2-1/2",
+                UTCDate="2024.01.31", UTCTime="23:59:58", ECO="C20", Opening="King's Pawn Game",
+                WhiteTitle="GM", Site="https://lichess.org/QwErTy12")
+    text += game("1. e4 e5", Site="?", Event="?", TimeControl="-", WhiteElo="?")
+    _, accepted, _ = run(tmp_path, {"m.pgn": text})
+    first, second = accepted
+    assert first["game_id"] == "QwErTy12" and first["white_title"] == "GM" and first["rated"] is True
+    assert first["utc_datetime"].isoformat() == "2024-01-31T23:59:58+00:00"
+    assert first["clocks"][:2] == [180.0, 178.5] and first["clocks"][2] != first["clocks"][2]  # NaN
+    assert (first["eco"], first["opening"], first["plies"], first["result"]) == ("C20", "King's Pawn Game", 4, "1/2-1/2")
+    assert second["game_id"].startswith("moves:") and second["event"] is None and second["rated"] is None
+    assert (second["time_control_class"], second["white_elo"], second["clocks"]) == ("correspondence", None, None)
+
+
+@pytest.mark.parametrize("control, kind", [("0+1", "bullet"), ("15+0", "ultrabullet"), ("29+0", "ultrabullet"),
+                                           ("179+0", "bullet"), ("180+0", "blitz"), ("120+1", "bullet"),
+                                           ("120+2", "blitz"), ("479+0", "blitz"), ("480+0", "rapid"),
+                                           ("1499+0", "rapid"), ("900+15", "classical"), ("-", "correspondence"),
+                                           ("1/259200", "unknown"), (None, "unknown")])
+def test_time_control_classes_follow_lichess(control, kind):
+    assert pgn_meta.time_control_class(control) == kind
+
+
+def test_lichess_ids_and_dates():
+    assert pgn_meta.lichess_id({"Site": "https://lichess.org/IW4ZfyAW"}) == "IW4ZfyAW"
+    assert pgn_meta.lichess_id({"Site": "https://lichess.org/IW4ZfyAWxyz1"}) == "IW4ZfyAW"
+    assert pgn_meta.lichess_id({"Site": "Moscow", "GameId": "abcdEFGH"}) == "abcdEFGH"
+    assert pgn_meta.lichess_id({"Site": "https://example.org/IW4ZfyAW"}) is None
+    assert pgn_meta.utc_seconds("1970.01.02", "00:00:01") == 86401
+    assert pgn_meta.utc_seconds("2021.02.30", "00:00:00") is None and pgn_meta.utc_seconds("????.??.??", "x") is None
