@@ -68,6 +68,19 @@ def move_hashes(tokens: pa.ListArray) -> np.ndarray:
                                   for s, e in zip(offsets[:-1].tolist(), offsets[1:].tolist())), np.uint64)
 
 
+def _count_leaks(seen: SeenKeys, hashes: np.ndarray, splits: np.ndarray) -> int:
+    """Games whose moves were already seen in another split (earlier batches or this one)."""
+    earlier, local, leaks = seen.lookup(hashes), {}, 0
+    for i, (key, split) in enumerate(zip(hashes.tolist(), splits.tolist())):
+        first = int(earlier[i]) if earlier[i] >= 0 else local.get(key, -1)
+        if first >= 0:
+            leaks += first != split
+            continue
+        local[key] = split
+        seen.add(key, split)
+    return leaks
+
+
 def run_convert(validated: Path, out: Path, config: ConvertConfig, workers: int = 1,
                 progress: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Write out/manifest.json and out/shards/*.arrow; return the manifest."""
@@ -95,10 +108,7 @@ def run_convert(validated: Path, out: Path, config: ConvertConfig, workers: int 
             batch = reader.get_batch(number)
             splits = assign_splits(batch["game_id"].to_pylist(), config)
             hashes = move_hashes(batch["tokens"])
-            earlier = seen.lookup(hashes)
-            leaks += int(np.count_nonzero((earlier >= 0) & (earlier != splits)))
-            for key, split in zip(hashes.tolist(), splits.tolist()):
-                seen.add(key, split)
+            leaks += _count_leaks(seen, hashes, splits)
             for split in range(len(SPLITS)):
                 part = batch.filter(pa.array(splits == split))
                 if part.num_rows:
