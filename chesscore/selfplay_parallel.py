@@ -100,7 +100,8 @@ def _play_shard(shard: Shard, model_path: str, opponent_path: str | None) -> tup
 class SelfPlayPool:
     """Long-lived workers for repeated self-play calls (spawning costs seconds per worker).
 
-    workers=0 plays the shards in this process (same output; for debugging and tiny runs).
+    workers=0 plays the shards in this process, with the models as given (on their device:
+    a GPU plays big shards fast); the output is the same as over workers.
     backend="ray" sends the shards to the Ray cluster that ray.init() connects to."""
 
     def __init__(self, workers: int = 2, threads_per_worker: int = 1, backend: str = "process",
@@ -113,6 +114,8 @@ class SelfPlayPool:
         self._folder = tempfile.TemporaryDirectory(prefix="chesscore-selfplay-")
         self._calls = 0
         self._executors = [self._new_executor() for _ in range(workers)] if backend == "process" else []
+        for worker in range(len(self._executors)):
+            self._submit(worker, _worker_pid)  # start them all now, while the caller sets up
         self._ray = None
         if backend == "ray":
             from chesscore.selfplay_ray import RayShards  # optional extra: imported only when asked
@@ -132,31 +135,38 @@ class SelfPlayPool:
         """Play cfg.games games in shards; the records in shard order and their stats."""
         started = time.perf_counter()
         shards = plan_shards(cfg, shard_games)
-        self._calls += 1
-        folder = Path(self._folder.name)
-        for old in folder.glob("*.pt"):  # the previous call's weights
-            old.unlink()
-        model_path = str(folder / f"model-{self._calls}.pt")
-        save(model_payload(model, identity={}), model_path)
-        opponent_path = None
-        if opponent is not None and opponent is not model:
-            opponent_path = str(folder / f"opponent-{self._calls}.pt")
-            save(model_payload(opponent, identity={}), opponent_path)
+        if opponent is model:
+            opponent = None
         bar = tqdm(total=len(shards), unit="shard", desc="self-play", disable=not self.progress)
         with bar:
-            if self._ray is not None:
-                results = self._ray.run(shards, model_path, opponent_path, bar.update)
-            elif self.workers == 0:
+            if self.workers == 0 and self._ray is None:  # the models as they are, on their device
                 results = {}
                 for shard in shards:
-                    results[shard.index] = _play_shard(shard, model_path, opponent_path)
+                    results[shard.index] = play_games(model, opponent, shard.cfg)
                     bar.update()
             else:
-                results = self._run_processes(shards, model_path, opponent_path, bar.update)
+                model_path, opponent_path = self._write_weights(model, opponent)
+                if self._ray is not None:
+                    results = self._ray.run(shards, model_path, opponent_path, bar.update)
+                else:
+                    results = self._run_processes(shards, model_path, opponent_path, bar.update)
         records = [record for shard in shards for record in results[shard.index][0]]
         stats = summarise(records, time.perf_counter() - started)
         stats.update(shards=len(shards), workers=self.workers, threads_per_worker=self.threads, backend=self.backend)
         return records, stats
+
+    def _write_weights(self, model: GPT, opponent: GPT | None) -> tuple[str, str | None]:
+        """This call's weights as checkpoint files (new names: a worker reloads on a new name)."""
+        self._calls += 1
+        folder = Path(self._folder.name)
+        for old in folder.glob("*.pt"):  # the previous call's weights
+            old.unlink()
+        paths = []
+        for name, net in (("model", model), ("opponent", opponent)):
+            if net is not None:
+                paths.append(str(folder / f"{name}-{self._calls}.pt"))
+                save(model_payload(net, identity={}), paths[-1])
+        return paths[0], (paths[1] if len(paths) > 1 else None)
 
     def _run_processes(self, shards: list[Shard], model_path: str, opponent_path: str | None,
                        done_one) -> dict[int, tuple[list[GameRecord], dict]]:

@@ -10,8 +10,8 @@ import torch
 
 from chesscore.model import CONFIGS, GPT
 from chesscore.play import play_mask
-from chesscore.rl import (PGConfig, kl_to_reference, model_sides, policy_gradient_step, side_batch,
-                          side_log_probs, _masked_log_probs)
+from chesscore.rl import (PGConfig, _masked_log_probs, game_batch, kl_to_reference, model_colours,
+                          policy_gradient_step, token_log_probs)
 from chesscore.selfplay import SelfPlayConfig, play_games
 from chesscore.tokens import BOS, State, encode_game
 
@@ -46,23 +46,28 @@ def _log_prob_by_hand(model: GPT, moves: tuple[str, ...], white: bool, temperatu
 def test_log_probs_are_those_of_the_policy_that_played():
     model, opponent = _model(0), _model(1)
     records, _ = play_games(model, opponent, SelfPlayConfig(games=3, max_plies=9, seed=2, temperature=1.3))
-    sides = model_sides(records)
-    assert [(r.index, white) for r, white in sides] == [(0, True), (1, False), (2, True)]
-    batch = side_batch(sides, model.config.vocab_size)
-    assert int(batch.own.sum()) == 3 * sum((r.plies + white) // 2 for r, white in sides)
-    logp, _ = side_log_probs(model, batch, temperature=1.3)
-    expected = [_log_prob_by_hand(model, r.moves, white, 1.3) for r, white in sides]
-    torch.testing.assert_close(logp, torch.tensor(expected), atol=1e-4, rtol=1e-4)
+    itself, _ = play_games(model, None, SelfPlayConfig(games=1, max_plies=8, seed=2, temperature=1.3))
+    records += itself  # a self-play game: both colours in one row
+    assert [model_colours(r) for r in records] == [[True], [False], [True], [True, False]]
+    batch = game_batch(records, model.config.vocab_size)
+    assert int(batch.own.sum()) == 3 * (5 + 4 + 5 + 8)
+    taken = token_log_probs(model, batch, temperature=1.3)[0].detach()
+    by_colour = [[float(taken[row][batch.white[row] == white].sum()) for white in colours]
+                 for row, colours in enumerate(model_colours(r) for r in records)]
+    expected = [[_log_prob_by_hand(model, r.moves, white, 1.3) for white in model_colours(r)] for r in records]
+    torch.testing.assert_close(torch.tensor(sum(by_colour, [])), torch.tensor(sum(expected, [])),
+                               atol=1e-4, rtol=1e-4)
 
 
 def test_kl_is_zero_against_itself_positive_against_another_and_never_nan():
     model = _model(0)
     records, _ = play_games(model, None, SelfPlayConfig(games=4, max_plies=12, seed=1))
-    batch = side_batch(model_sides(records), model.config.vocab_size)
-    _, log_probs = side_log_probs(model, batch, 1.0)
+    batch = game_batch(records, model.config.vocab_size)
+    _, log_probs = token_log_probs(model, batch, 1.0)
     same = kl_to_reference(log_probs, _masked_log_probs(model, batch, 1.0).detach(), batch)
     other = kl_to_reference(log_probs, _masked_log_probs(_model(5), batch, 1.0).detach(), batch)
-    assert same.abs().max() < 1e-5 and (other > 1e-4).all()
+    assert same.abs().max() < 1e-5 and (other[batch.own] >= 0).all() and (other.sum(1) > 1e-4).all()
+    assert (other[~batch.own] == 0).all()
     other.sum().backward()
     assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
 
