@@ -39,8 +39,12 @@ class EventLog:
         self.path, self.enabled = path, enabled
         if enabled:
             path.parent.mkdir(parents=True, exist_ok=True)
-            if fresh:
+            if fresh or not path.exists():
                 path.write_text("")
+            else:  # a killed run may have left half a line: cut it off
+                text = path.read_bytes()
+                if text and not text.endswith(b"\n"):
+                    path.write_bytes(text[:text.rfind(b"\n") + 1])
 
     def __call__(self, event: str, **fields: Any) -> None:
         if self.enabled:

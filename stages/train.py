@@ -39,8 +39,10 @@ def read_params(path: Path, section: str) -> dict[str, Any]:
     return values
 
 
-def _int_list(text: str) -> list[int]:
-    return [int(part) for part in str(text).split(",") if part.strip()]
+def _int_list(value: str | list[int]) -> list[int]:
+    """"8,16,32" (a flag) or [8, 16, 32] (params.yaml)."""
+    parts = value if isinstance(value, list) else str(value).split(",")
+    return [int(part) for part in parts if str(part).strip()]
 
 
 def parser(defaults: dict[str, Any]) -> argparse.ArgumentParser:
