@@ -4,6 +4,8 @@
     lichess_id("https://lichess.org/IW4ZfyAW")   # "IW4ZfyAW"
     utc_seconds("2021.10.01", "00:00:05")        # 1633046405
 
+    columns([headers, ...])                      # the same, for a batch of games, as Arrow arrays
+
 Unknown or malformed values ("?", "????.??.??", "", "-" for a rating) read as None.
 """
 
@@ -13,6 +15,9 @@ import datetime as dt
 import functools
 import re
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 # Lichess's classes by estimated game duration in seconds (base + 40 x increment), upper bounds.
 TIME_CONTROL_CLASSES = (("ultrabullet", 29), ("bullet", 179), ("blitz", 479), ("rapid", 1499),
                         ("classical", None))
@@ -20,6 +25,10 @@ ALL_CLASSES = tuple(name for name, _ in TIME_CONTROL_CLASSES) + ("correspondence
 STANDARD_VARIANTS = {"standard", "chess", "classical", "normal"}
 _LICHESS_ID = re.compile(r"https?://(?:[a-z]+\.)?lichess\.org/([A-Za-z0-9]{8})(?:[A-Za-z0-9]{4})?/?$")
 _UNKNOWN = {"", "?", "-", "??", "????.??.??"}
+_UNKNOWN_ARRAY = pa.array(sorted(_UNKNOWN))
+# Tags kept as they are (unknown values as null): column name -> tag.
+TEXT_TAGS = {"event": "Event", "white": "White", "black": "Black", "white_title": "WhiteTitle",
+             "black_title": "BlackTitle", "termination": "Termination", "eco": "ECO", "opening": "Opening"}
 
 
 def known(value: str | None) -> str | None:
@@ -97,7 +106,7 @@ def _second_of_day(time: str) -> int | None:
     if len(time) != 8 or time[2] != ":" or time[5] != ":" or not (time[:2] + time[3:5] + time[6:]).isdigit():
         return None
     hours, minutes, seconds = int(time[:2]), int(time[3:5]), int(time[6:])
-    return hours * 3600 + minutes * 60 + seconds if hours < 24 and minutes < 60 and seconds < 61 else None
+    return hours * 3600 + minutes * 60 + seconds if hours < 24 and minutes < 60 and seconds < 60 else None
 
 
 def utc_seconds(date: str | None, time: str | None) -> int | None:
@@ -110,3 +119,39 @@ def utc_seconds(date: str | None, time: str | None) -> int | None:
 
 def is_bot(headers: dict[str, str]) -> bool:
     return headers.get("WhiteTitle") == "BOT" or headers.get("BlackTitle") == "BOT"
+
+
+def columns(headers: list[dict[str, str]]) -> dict[str, pa.Array]:
+    """The metadata columns of chesscore.shards.SCHEMA for a batch of games' tags, computed a
+    column at a time (the same values as the functions above, game by game)."""
+    tag = {name: pa.array([h.get(name) for h in headers], pa.string())
+           for name in set(TEXT_TAGS.values()) | {"Result", "WhiteElo", "BlackElo", "UTCDate", "UTCTime", "TimeControl"}}
+    out = {column: _known_array(tag[name]) for column, name in TEXT_TAGS.items()}
+    out["result"], out["time_control"] = tag["Result"], tag["TimeControl"]  # "-" is correspondence
+    out["white_elo"], out["black_elo"] = _rating_array(tag["WhiteElo"]), _rating_array(tag["BlackElo"])
+    out.update(_per_value(out["time_control"], parse_time_control,
+                          {"base_seconds": pa.int32(), "increment_seconds": pa.int32(), "time_control_class": pa.string()}))
+    out.update(_per_value(out["event"], lambda e: (rated(e),), {"rated": pa.bool_()}))
+    when = pc.binary_join_element_wise(tag["UTCDate"], tag["UTCTime"], " ")
+    stamp = pc.strptime(when, format="%Y.%m.%d %H:%M:%S", unit="s", error_is_null=True)
+    exact = pc.equal(pc.strftime(stamp, format="%Y.%m.%d %H:%M:%S"), when)  # strptime rolls Feb 30 over
+    out["utc_datetime"] = pc.if_else(exact, stamp, pa.scalar(None, stamp.type)).cast(pa.timestamp("s", tz="UTC"))
+    return out
+
+
+def _known_array(values: pa.Array) -> pa.Array:
+    return pc.if_else(pc.is_in(values, value_set=_UNKNOWN_ARRAY), pa.scalar(None, pa.string()), values)
+
+
+def _rating_array(values: pa.Array) -> pa.Array:
+    digits = pc.and_(pc.utf8_is_digit(values), pc.less_equal(pc.utf8_length(values), 5))
+    numbers = pc.cast(pc.if_else(digits, values, pa.scalar(None, pa.string())), pa.int32())
+    return pc.if_else(pc.less(numbers, 32768), numbers, pa.scalar(None, pa.int32())).cast(pa.int16())
+
+
+def _per_value(values: pa.Array, function, types: dict[str, pa.DataType]) -> dict[str, pa.Array]:
+    """Apply a per-value function once per distinct value (there are few) and spread the results."""
+    distinct = pc.unique(values)
+    results = [function(value) for value in distinct.to_pylist()]
+    where = pc.index_in(values, value_set=distinct)  # null values have an index too (nulls match)
+    return {name: pa.array([r[i] for r in results], kind).take(where) for i, (name, kind) in enumerate(types.items())}

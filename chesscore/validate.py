@@ -35,7 +35,6 @@ from chesscore.pgn_split import RawGame
 from chesscore.shards import SCHEMA, tokens_array
 
 RESULTS = ("1-0", "0-1", "1/2-1/2")
-_ROW_COLUMNS = tuple(name for name in SCHEMA.names if name not in ("tokens", "clocks"))
 
 
 @dataclass(frozen=True)
@@ -195,28 +194,19 @@ def _rows(job: BatchJob, parsed: ParsedBatch, raws: list[RawGame],
     view = memoryview(values)
     move_keys = np.frombuffer(b"".join(hashlib.blake2b(view[s:e], digest_size=8).digest()
                                        for s, e in zip(token_offsets[:-1], token_offsets[1:])), np.uint64)
-    records, id_digests = [], []
-    known, get = meta.known, dict.get
-    for n, k in enumerate(picks.tolist()):
-        headers, game = parsed.headers[k], raws[k]
-        lichess = meta.lichess_id(headers)
-        id_digests.append(hashlib.blake2b(lichess.encode(), digest_size=8).digest() if lichess else bytes(8))
-        base, increment, kind = meta.parse_time_control(get(headers, "TimeControl"))
-        event = known(get(headers, "Event"))
-        records.append((  # in _ROW_COLUMNS order
-            lichess or f"moves:{move_keys[n]:016x}", job.source_sha256, game.index, game.offset, event,
-            known(get(headers, "White")), known(get(headers, "Black")),
-            meta.rating(get(headers, "WhiteElo")), meta.rating(get(headers, "BlackElo")),
-            known(get(headers, "WhiteTitle")), known(get(headers, "BlackTitle")), headers["Result"],
-            known(get(headers, "Termination")), known(get(headers, "TimeControl")), base, increment, kind,
-            meta.rated(event), meta.utc_seconds(get(headers, "UTCDate"), get(headers, "UTCTime")),
-            known(get(headers, "ECO")), known(get(headers, "Opening")), int(move_offsets[n + 1] - move_offsets[n])))
-    columns = list(zip(*records)) if records else [()] * len(_ROW_COLUMNS)
+    headers = [parsed.headers[k] for k in picks.tolist()]
+    lichess = [meta.lichess_id(h) for h in headers]
+    id_digests = b"".join(hashlib.blake2b(i.encode(), digest_size=8).digest() if i else bytes(8) for i in lichess)
+    arrays = meta.columns(headers)
+    arrays["game_id"] = pa.array([i or f"moves:{key:016x}" for i, key in zip(lichess, move_keys.tolist())], pa.string())
+    arrays["source_sha256"] = pa.array([job.source_sha256] * len(headers), pa.string())
+    arrays["source_index"] = pa.array([raws[k].index for k in picks.tolist()], pa.int64())
+    arrays["source_offset"] = pa.array([raws[k].offset for k in picks.tolist()], pa.int64())
+    arrays["plies"] = pa.array(np.diff(move_offsets).astype(np.int16))
     clocks = parsed.clocks[positions]
     has_clock = np.add.reduceat(~np.isnan(clocks), move_offsets[:-1]) > 0 if len(picks) else np.zeros(0, bool)
-    arrays = {name: pa.array(column, SCHEMA.field(name).type) for name, column in zip(_ROW_COLUMNS, columns)}
     arrays["tokens"] = tokens_array(values, token_offsets)
     arrays["clocks"] = pa.ListArray.from_arrays(pa.array(move_offsets, pa.int32()), pa.array(clocks, pa.float32()),
                                                 mask=pa.array(~has_clock))
     batch = pa.RecordBatch.from_arrays([arrays[name] for name in SCHEMA.names], schema=SCHEMA)
-    return batch, np.frombuffer(b"".join(id_digests), np.uint64), move_keys
+    return batch, np.frombuffer(id_digests, np.uint64), move_keys

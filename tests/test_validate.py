@@ -9,9 +9,13 @@ import pyarrow as pa
 import pytest
 
 from chesscore import pgn_meta
+from chesscore.pgn_input import read_blocks
+from chesscore.pgn_parse import parse_batch
+from chesscore.pgn_split import split_games
 from chesscore.tokens import decode_game
 from chesscore.validate import ValidateConfig
 from chesscore.validate_run import GAMES, REJECTS, run_validate
+from corpus import corpus_dir
 
 FOOLS_MATE = "1. f3 e5 2. g4 Qh4#"
 RUY = "1. e4 e5 2. Nf3 Nc6 3. Bb5 a6"
@@ -141,3 +145,27 @@ def test_lichess_ids_and_dates():
     assert pgn_meta.lichess_id({"Site": "https://example.org/IW4ZfyAW"}) is None
     assert pgn_meta.utc_seconds("1970.01.02", "00:00:01") == 86401
     assert pgn_meta.utc_seconds("2021.02.30", "00:00:00") is None and pgn_meta.utc_seconds("????.??.??", "x") is None
+
+
+def test_batch_columns_match_the_per_game_functions():
+    headers = []
+    for path in sorted(corpus_dir().glob("*.pgn")):
+        headers += parse_batch([g.data.decode() for g in split_games(read_blocks(path))]).headers
+    headers += [{"WhiteElo": "12345678", "BlackElo": "-5"}, {"WhiteElo": "40000", "BlackElo": "0"},
+                {"UTCDate": "2021.02.30", "UTCTime": "10:00:00"}, {"UTCDate": "2021.02.03", "UTCTime": "24:00:00"},
+                {"UTCDate": "2021.2.3", "UTCTime": "10:00:00"}, {"UTCDate": "2021.02.03", "UTCTime": "23:59:60"},
+                {"TimeControl": "abc", "Event": "?"}, {"TimeControl": "0+0"}, {"Event": "casual game"}]
+    columns = {name: array.to_pylist() for name, array in pgn_meta.columns(headers).items()}
+    for i, h in enumerate(headers):
+        base, increment, kind = pgn_meta.parse_time_control(h.get("TimeControl"))
+        expected = {"white_elo": pgn_meta.rating(h.get("WhiteElo")), "black_elo": pgn_meta.rating(h.get("BlackElo")),
+                    "base_seconds": base, "increment_seconds": increment, "time_control_class": kind,
+                    "rated": pgn_meta.rated(pgn_meta.known(h.get("Event"))), "time_control": h.get("TimeControl"),
+                    "result": h.get("Result"), **{column: pgn_meta.known(h.get(tag))
+                                                  for column, tag in pgn_meta.TEXT_TAGS.items()}}
+        got = {name: columns[name][i] for name in expected}
+        assert got == expected, h
+        seconds = pgn_meta.utc_seconds(h.get("UTCDate"), h.get("UTCTime"))
+        stamp = columns["utc_datetime"][i]
+        assert (None if stamp is None else int(stamp.timestamp())) == seconds, h
+    assert len(headers) > 1700
