@@ -1,0 +1,107 @@
+"""Length buckets against random batches: padding, and useful tokens/s of a small model on CPU.
+
+    python bench/train.py                      # the embedded sample's dataset (dvc repro convert)
+    python bench/train.py --dataset DIR --config demo --steps 30
+
+Input: the train split of a converted dataset (default data/dataset, the embedded sample);
+where that is absent, the shared corpus's real Lichess games. Measured in this run:
+
+  padding   share of padded target positions over whole epochs, seeded length buckets
+            (bucket_pool_batches=64) against the baseline of shuffled batches (no pool;
+            for speed a pool of 1 batch, whose sort changes no batch),
+            for 1 rank x 16 games and 2 ranks x 8 games. Target: buckets <= 5%.
+  speed     useful (non-padding) target tokens/s of real training steps (chesscore.trainer,
+            forward + backward + AdamW) of the model config, with buckets against shuffled
+            batches, the same steps of the same plan positions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from chesscore.batching import TokenList, epoch_plan, padding_fraction  # noqa: E402
+from chesscore.distributed import setup  # noqa: E402
+from chesscore.train_config import TrainConfig  # noqa: E402
+from chesscore.trainer import TrainData, Trainer, open_dataset  # noqa: E402
+
+CORPUS = ROOT.parent / "shared" / "pgn-corpus" / "kdave__pgn-toys__lichess.pgn"
+
+
+def load(dataset: Path) -> tuple[TrainData, str]:
+    if (dataset / "manifest.json").exists():
+        data = open_dataset(dataset)
+        return data, f"{dataset} (train split, {len(data.train)} games)"
+    import chess.pgn
+
+    from chesscore.tokens import encode_game
+    games = []
+    with open(CORPUS, encoding="utf-8") as f:
+        while (game := chess.pgn.read_game(f)) is not None:
+            if moves := list(game.mainline_moves()):
+                games.append(encode_game(moves))
+    games = [g for g in games if len(g) <= 1024]
+    return (TrainData(TokenList(games), TokenList(games[:16]), "corpus"),
+            f"{CORPUS.name} ({len(games)} games; {dataset} not found: run `dvc repro convert`)")
+
+
+def padding(lengths: np.ndarray, micro: int, world: int, pool: int, epochs: int = 3) -> float:
+    return float(np.mean([padding_fraction(epoch_plan(lengths, seed=2026, epoch=e, micro=micro, world_size=world,
+                                                      accum=1, pool_batches=pool), lengths, world)
+                          for e in range(epochs)]))
+
+
+def tokens_per_second(data: TrainData, config: TrainConfig, steps: int) -> tuple[float, float]:
+    """(useful, padded) target tokens/s over `steps` real steps after 3 warm-up steps."""
+    with tempfile.TemporaryDirectory() as output:
+        trainer = Trainer(config, data, Path(output), setup("cpu"), resume="none")
+        bar = tqdm(disable=True)
+        for _ in range(3):
+            trainer.train_step(bar)
+        trainer.totals = {"useful": 0.0, "padded": 0.0, "seconds": 0.0, "updates": 0}
+        for _ in range(steps):
+            trainer.train_step(bar)
+        t = trainer.totals
+        return t["useful"] / t["seconds"], t["padded"] / t["seconds"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dataset", type=Path, default=ROOT / "data" / "dataset")
+    parser.add_argument("--config", default="demo", help="model config for the speed part")
+    parser.add_argument("--micro", type=int, default=16)
+    parser.add_argument("--steps", type=int, default=20, help="timed steps per variant")
+    args = parser.parse_args()
+    data, source = load(args.dataset)
+    lengths = np.asarray(data.train.lengths())
+    print(f"input: {source}; tokens per game: median {int(np.median(lengths))}, max {int(lengths.max())}")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    print("\npadded share of target positions (3 epochs)")
+    for micro, world in ((16, 1), (8, 2)):
+        bucketed, shuffled = padding(lengths, micro, world, 64), padding(lengths, micro, world, 0)
+        verdict = "ok" if bucketed <= 0.05 else "ABOVE TARGET"
+        print(f"  {world} rank(s) x {micro:2d} games: buckets {bucketed:6.2%}  shuffled (baseline) {shuffled:6.2%}  "
+              f"-> {shuffled / max(bucketed, 1e-9):5.1f}x less padding; target <= 5%: {verdict}")
+    print(f"\nuseful tokens/s, model {args.config}, {args.micro} games per step, {args.steps} steps each")
+    base = TrainConfig(model=args.config, micro=args.micro, epochs=1, seed=2026)
+    useful_b, padded_b = tokens_per_second(data, base, args.steps)
+    shuffled = TrainConfig(model=args.config, micro=args.micro, epochs=1, seed=2026, bucket_pool_batches=1)
+    useful_s, padded_s = tokens_per_second(data, shuffled, args.steps)
+    print(f"  length buckets        {useful_b:9.0f} useful/s  ({padded_b:9.0f} padded/s)")
+    print(f"  shuffled (baseline)   {useful_s:9.0f} useful/s  ({padded_s:9.0f} padded/s)")
+    print(f"  -> {useful_b / useful_s:.2f}x useful tokens/s with buckets")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
