@@ -1,0 +1,192 @@
+"""Shared fixtures of the orchestration tests: a real Prefect server on loopback, tiny DVC repos.
+
+Imported by tests/test_flows*.py (and the pipeline tests). Session-scoped work is cached in this
+module's globals, so a fixture imported into several test modules still runs once per session.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+PROJECT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+_SERVER: dict[str, Any] = {}
+
+# A toy stage for flow tests: appends its name to its input, under chesscore's failure
+# convention (so CHESSCORE_FAULT reaches it) and with an atomic write. TOY_SLEEP holds it.
+TOY_STAGE = '''\
+import os, sys, time
+from pathlib import Path
+from chesscore import failures
+from chesscore.fileio import atomic_write_text
+
+def main():
+    name, source, target = sys.argv[1:4]
+    time.sleep(float(os.environ.get("TOY_SLEEP", "0")))
+    text = Path(source).read_text() if source != "-" else ""
+    atomic_write_text(target, text + name + "\\n")
+
+if __name__ == "__main__":
+    failures.run(sys.argv[1], main)
+'''
+TOY_DVC = '''\
+stages:
+  first:
+    cmd: python step.py first - work/a.txt
+    deps: [step.py]
+    outs: [work/a.txt]
+  second:
+    cmd: python step.py second work/a.txt work/b.txt
+    deps: [step.py, work/a.txt]
+    outs: [work/b.txt]
+'''
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(command: list[str], cwd: Path, env: dict[str, str] | None = None, check: bool = True,
+        timeout: float = 600) -> subprocess.CompletedProcess:
+    """A command with the venv's bin folder first on PATH; output captured, shown on failure."""
+    env = {**os.environ, **(env or {})}
+    env["PATH"] = os.pathsep.join([str(BIN), "/usr/games", env.get("PATH", "")])
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    if check and done.returncode != 0:
+        raise AssertionError(f"{' '.join(command)} exited {done.returncode}\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+def init_repo(path: Path) -> Path:
+    """An empty git + DVC repository with DVC's analytics off."""
+    path.mkdir(parents=True, exist_ok=True)
+    run(["git", "init", "-q"], path)
+    run(["git", "config", "user.email", "tests@example.invalid"], path)
+    run(["git", "config", "user.name", "tests"], path)
+    run([str(BIN / "dvc"), "init", "-q"], path)
+    run([str(BIN / "dvc"), "config", "core.analytics", "false"], path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def toy_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A committed two-stage DVC pipeline whose stages take a fraction of a second."""
+    path = init_repo(tmp_path_factory.mktemp("toy") / "repo")
+    (path / "step.py").write_text(TOY_STAGE)
+    (path / "dvc.yaml").write_text(TOY_DVC)
+    (path / "params.yaml").write_text("validate:\n  raw: data/raw\n")
+    run(["git", "add", "-A"], path)
+    run(["git", "commit", "-qm", "toy pipeline"], path)
+    return path
+
+
+@pytest.fixture
+def toy_repo(toy_template: Path, tmp_path: Path) -> Path:
+    """A fresh copy of the toy pipeline for one test."""
+    return copy_tree(toy_template, tmp_path / "repo")
+
+
+@pytest.fixture(scope="session")
+def prefect_server(tmp_path_factory: pytest.TempPathFactory):
+    """`prefect server start` on a free loopback port with a temporary PREFECT_HOME; yields the
+    environment a client needs (PREFECT_API_URL, PREFECT_HOME) and stops the server at the end."""
+    if _SERVER:
+        yield _SERVER["env"]
+        return
+    home = tmp_path_factory.mktemp("prefect-home")
+    port = free_port()
+    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+           "PREFECT_UI_ENABLED": "false", "PREFECT_API_URL": ""}
+    log = open(home / "server.log", "w")
+    server = subprocess.Popen([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+                              env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    api = f"http://127.0.0.1:{port}/api"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            if httpx.get(f"{api}/health", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            server.kill()
+            raise RuntimeError(f"prefect server did not start:\n{(home / 'server.log').read_text()[-3000:]}")
+        time.sleep(0.3)
+    _SERVER["env"] = {"PREFECT_API_URL": api, "PREFECT_HOME": str(home),
+                      "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    try:
+        yield _SERVER["env"]
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+        log.close()
+        _SERVER.clear()
+
+
+class Api:
+    """The few Prefect REST calls the tests make (the documented /api endpoints)."""
+
+    def __init__(self, env: dict[str, str]):
+        self.url = env["PREFECT_API_URL"]
+
+    def post(self, path: str, body: dict[str, Any] | None = None) -> Any:
+        response = httpx.post(f"{self.url}{path}", json=body or {}, timeout=30)
+        response.raise_for_status()
+        return response.json()
+
+    def get(self, path: str) -> httpx.Response:
+        return httpx.get(f"{self.url}{path}", timeout=30)
+
+    def flow_run(self, run_id: str) -> dict[str, Any]:
+        response = self.get(f"/flow_runs/{run_id}")
+        response.raise_for_status()
+        return response.json()
+
+    def task_runs(self, run_id: str, settled: tuple[str, ...] = ("COMPLETED", "FAILED", "CRASHED"),
+                  timeout: float = 30) -> dict[str, dict[str, Any]]:
+        """The flow run's task runs by name (the stage name), once all are in a final state: the
+        server records task run states from events, a moment after the client sends them."""
+        deadline = time.monotonic() + timeout
+        while True:
+            rows = self.post("/task_runs/filter", {"flow_runs": {"id": {"any_": [run_id]}}})
+            if rows and all(row["state"]["type"] in settled for row in rows) or time.monotonic() > deadline:
+                return {row["name"]: row for row in rows}
+            time.sleep(0.3)
+
+    def artifacts(self, run_id: str) -> dict[str, dict[str, Any]]:
+        rows = self.post("/artifacts/filter", {"artifacts": {"flow_run_id": {"any_": [run_id]}}})
+        return {row["key"]: row for row in rows}
+
+    def logs(self, run_id: str) -> str:
+        rows = self.post("/logs/filter", {"logs": {"flow_run_id": {"any_": [run_id]}}, "sort": "TIMESTAMP_ASC"})
+        return "\n".join(row["message"] for row in rows)
+
+
+def flow_run_id(stdout: str) -> str:
+    """The id `python -m flows.pipeline` prints last: `flow run <id>: <state>`."""
+    lines = [line for line in stdout.splitlines() if line.startswith("flow run ")]
+    assert lines, f"no flow run line in:\n{stdout}"
+    return lines[-1].split()[2].rstrip(":")
+
+
+def copy_tree(source: Path, target: Path) -> Path:
+    """A copy of a repo (git history, DVC cache and outputs included), symlinks kept as links."""
+    shutil.copytree(source, target, symlinks=True)
+    return target
