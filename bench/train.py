@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +32,8 @@ sys.path.insert(0, str(ROOT))
 from chesscore.batching import TokenList, epoch_plan, padding_fraction  # noqa: E402
 from chesscore.distributed import setup  # noqa: E402
 from chesscore.train_config import TrainConfig  # noqa: E402
-from chesscore.trainer import TrainData, Trainer, open_dataset  # noqa: E402
+from chesscore.train_data import TrainData, open_dataset  # noqa: E402
+from chesscore.trainer import Trainer  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "pgn-corpus" / "kdave__pgn-toys__lichess.pgn"
 

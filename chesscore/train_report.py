@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from chesscore.fileio import atomic_write_json, atomic_write_text
+from chesscore.fileio import atomic_write_json, atomic_write_text, sha256_file
 from chesscore.train_state import TrainState
 
 OUTPUTS = ("best.pt", "results.json", "metrics.json", "plots/train_loss.csv", "plots/validation.csv",
@@ -125,6 +125,28 @@ def write_metrics_and_plots(output: Path, state: TrainState, status: str) -> Non
                       _csv(state.train_log, ["step", "nll", "lr", "grad_norm"]))
     columns = list(rows[0]) if rows else ["step", "nll"]
     atomic_write_text(output / "plots" / "validation.csv", _csv(rows, columns))
+
+
+def run_results(state: TrainState, status: str, *, useful: float, padded: float, seconds: float,
+                updates: int) -> dict[str, Any]:
+    """The run's part of results.json: where it stands, the history, the throughput."""
+    return {
+        "status": status, "step": state.step, "epoch": state.epoch, "next_step": state.next_step,
+        "best_step": state.best_step, "best_validation_nll": state.best_nll, "bad_checks": state.bad_checks,
+        "history": state.history, "updates_this_run": updates, "test_evaluated": False,
+        "throughput": {"useful_tokens_per_second": useful / max(seconds, 1e-9),
+                       "padded_tokens_per_second": padded / max(seconds, 1e-9),
+                       "padding_fraction": 1 - useful / padded if padded else None,
+                       "train_seconds": seconds}}
+
+
+def write_results(output: Path, results: dict[str, Any], state: TrainState) -> None:
+    """results.json (with the checkpoints' sha256), metrics.json and the plots."""
+    for name in ("last", "best"):
+        path = output / f"{name}.pt"
+        results[f"{name}_checkpoint_sha256"] = sha256_file(path) if path.exists() else None
+    atomic_write_json(output / "results.json", results)
+    write_metrics_and_plots(output, state, results["status"])
 
 
 def summary(results: dict[str, Any]) -> str:

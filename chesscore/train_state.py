@@ -98,6 +98,29 @@ def _describe(saved: dict[str, Any], current: dict[str, Any], keys: list[str], l
     return "; ".join(parts) + ("; ..." if len(keys) > limit else "")
 
 
+def find_resume(resume: str, output: Path, identity: dict[str, Any]) -> tuple[dict[str, Any] | None, str, Path]:
+    """(checkpoint payload to continue from or None for a fresh start, why, its path).
+
+    resume="auto": output/last.pt when it exists and its identity matches; when it differs
+    (params, code or data changed in the same output folder) a fresh start, saying why.
+    resume="none": a fresh start. resume=PATH: that checkpoint, or ResumeRefused."""
+    path = output / "last.pt" if resume in ("auto", "none") else Path(resume)
+    if resume == "none":
+        return None, "fresh start", path
+    if resume == "auto" and not path.exists():
+        return None, "fresh start: no last.pt yet", path
+    payload = checkpoint.load(path)
+    if "train_state" not in payload or "optimizer" not in payload:
+        raise ResumeRefused(f"{path}: not a last checkpoint (no optimizer or train state)")
+    try:
+        check_identity(path, payload["identity"], identity)
+    except ResumeRefused as refused:
+        if resume != "auto":
+            raise
+        return None, f"fresh start, not resuming: {refused}", path
+    return payload, f"resuming from {path} at step {payload['train_state']['step']}", path
+
+
 def receipt(path: Path, payload: dict[str, Any], status: str) -> dict[str, Any]:
     """What a no-op resume of a finished run reports."""
     state = TrainState.from_dict(payload["train_state"])

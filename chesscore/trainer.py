@@ -1,7 +1,7 @@
 """The training loop: length-bucketed DDP steps, validation, checkpoints, stopping.
 
-    data = open_dataset("data/dataset")                       # train + validation, verified
-    results = train(TrainConfig(model="demo"), data, Path("data/train"))
+    data = open_dataset("data/dataset")                       # chesscore.train_data
+    results = train(TrainConfig(model="demo"), data, Path("data/train"), setup("cpu"))
 
 One process, or one per device under torchrun (the same call; see chesscore.distributed).
 Each loop turn first runs a validation that is owed (step 0, an epoch end, every K steps),
@@ -17,7 +17,6 @@ import contextlib
 import hashlib
 import json
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,46 +26,22 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
-from chesscore import checkpoint, dataset
-from chesscore.batching import (IGNORE, GameSource, check_context, collate, dummy_batch,
+from chesscore import checkpoint
+from chesscore.batching import (IGNORE, check_context, collate, dummy_batch,
                                 epoch_plan, eval_batches, rank_share, steps_per_epoch)
 from chesscore.deadline import Budget, Deadline
 from chesscore.distributed import DistEnv
-from chesscore.fileio import atomic_write_json, sha256_file, sha256_json
+from chesscore.fileio import atomic_write_json, sha256_json
 from chesscore.metrics import Totals, accumulate, legality_subset
 from chesscore.model import CONFIGS, GPT, GPTConfig
 from chesscore.optim import adamw, clip_gradients, warmup_cosine
 from chesscore.tokens import PAD
 from chesscore.train_config import TrainConfig, identity
+from chesscore.train_data import TrainData
 from chesscore.train_report import (OUTPUTS, EventLog, GpuTelemetry, console, peak_memory,
-                                    summary, write_metrics_and_plots)
-from chesscore.train_state import (ResumeRefused, TrainState, best_payload, check_identity,
-                                   last_payload, receipt, rng_state, set_rng_state, terminal_status)
-
-
-@dataclass
-class TrainData:
-    train: GameSource
-    validation: GameSource
-    fingerprint: str  # the dataset manifest's: part of the identity
-    receipt_sha256: str | None = None  # of the integrity receipt the tables were opened with
-
-
-def open_dataset(dataset_dir: str | Path, receipt_path: str | Path | None = None,
-                 env: DistEnv | None = None) -> TrainData:
-    """Train and validation tables (never test). Without a receipt the shards are hashed
-    once (by rank 0 under torchrun, which hands its receipt to the other ranks)."""
-    if receipt_path is None:
-        mine = dataset.verify(dataset_dir) if env is None or env.is_main else None
-        receipt_or_path = env.gather(mine)[0] if env is not None else mine
-    else:
-        receipt_or_path = receipt_path
-    tables = dataset.load(dataset_dir, receipt_or_path)
-    for split, table in tables.items():
-        if len(table) == 0:
-            raise ValueError(f"{dataset_dir}: the {split} split holds no games")
-    return TrainData(tables["train"], tables["validation"], tables["train"].fingerprint,
-                     sha256_file(receipt_path) if receipt_path is not None else None)
+                                    run_results, summary, write_results)
+from chesscore.train_state import (TrainState, best_payload, find_resume, last_payload, receipt,
+                                   rng_state, set_rng_state, terminal_status)
 
 
 def derived_seed(seed: int, *labels: Any) -> int:
@@ -91,7 +66,7 @@ class Trainer:
                                  precision=precision, n_train_games=len(self.lengths),
                                  receipt_sha256=data.receipt_sha256, code_files=code_files)
         self.steps_per_epoch = steps_per_epoch(len(self.lengths), config.micro, env.world_size, config.accum)
-        payload, self.resume_note = self._resume_payload(resume)
+        payload, self.resume_note, self.resume_path = find_resume(resume, self.output, self.identity)
         self.resumed_from = None if payload is None else payload["train_state"]["step"]
         self.receipt = None
         if payload is not None and (status := terminal_status(TrainState.from_dict(payload["train_state"]), config)):
@@ -120,25 +95,7 @@ class Trainer:
         self.budget = Budget(config.max_seconds)
         self.totals = {"useful": 0.0, "padded": 0.0, "seconds": 0.0, "updates": 0}
 
-    # -- resume ------------------------------------------------------------------------------
-
-    def _resume_payload(self, resume: str) -> tuple[dict[str, Any] | None, str]:
-        """The checkpoint to continue from (None: a fresh start) and why."""
-        last = self.output / "last.pt"
-        self.resume_path = last if resume in ("auto", "none") else Path(resume)
-        if resume == "none" or (resume == "auto" and not last.exists()):
-            return None, "fresh start" if resume == "none" else "fresh start: no last.pt yet"
-        payload = checkpoint.load(self.resume_path)
-        if "train_state" not in payload or "optimizer" not in payload:
-            raise ResumeRefused(f"{self.resume_path}: not a last checkpoint (no optimizer or train state)")
-        try:
-            check_identity(self.resume_path, payload["identity"], self.identity)
-        except ResumeRefused as refused:
-            if resume != "auto":
-                raise
-            # A changed experiment (params, code, data) in the same output folder: start over.
-            return None, f"fresh start, not resuming: {refused}"
-        return payload, f"resuming from {self.resume_path} at step {payload['train_state']['step']}"
+    # -- the loop ----------------------------------------------------------------------------
 
     def _start_outputs(self, fresh: bool) -> None:
         if self.env.is_main:
@@ -150,8 +107,6 @@ class Trainer:
                     (self.output / name).unlink(missing_ok=True)
             atomic_write_json(self.output / "identity.json", self.identity)
         self.env.barrier()
-
-    # -- the loop ----------------------------------------------------------------------------
 
     def run(self) -> dict[str, Any]:
         if self.receipt is not None:
@@ -302,32 +257,20 @@ class Trainer:
         self.env.barrier()
 
     def finish(self, status: str, wall_seconds: float) -> dict[str, Any]:
-        env, state = self.env, self.state
-        totals = env.all_reduce_sum(torch.tensor([self.totals["useful"], self.totals["padded"]],
-                                                 dtype=torch.float64))
+        env = self.env
+        sums = env.all_reduce_sum(torch.tensor([self.totals["useful"], self.totals["padded"]], dtype=torch.float64))
         memory = env.gather({"rank": env.rank, **peak_memory(env.device)})
-        seconds = max(self.totals["seconds"], 1e-9)
         results = {
-            "status": status, "step": state.step, "epoch": state.epoch, "next_step": state.next_step,
-            "best_step": state.best_step, "best_validation_nll": state.best_nll, "bad_checks": state.bad_checks,
-            "history": state.history, "resumed_from_step": self.resumed_from, "note": self.resume_note,
-            "updates_this_run": self.totals["updates"], "world_size": env.world_size,
+            **run_results(self.state, status, useful=float(sums[0]), padded=float(sums[1]),
+                          seconds=self.totals["seconds"], updates=self.totals["updates"]),
+            "resumed_from_step": self.resumed_from, "note": self.resume_note, "world_size": env.world_size,
             "parameters": self.model.num_parameters(), "steps_per_epoch": self.steps_per_epoch,
-            "throughput": {"useful_tokens_per_second": float(totals[0]) / seconds,
-                           "padded_tokens_per_second": float(totals[1]) / seconds,
-                           "padding_fraction": 1 - float(totals[0] / totals[1]) if totals[1] else None,
-                           "train_seconds": self.totals["seconds"]},
             "peak_memory": memory, "wall_seconds": wall_seconds, "output": str(self.output),
-            "test_evaluated": False, "identity_sha256": sha256_json(self.identity),
-        }
+            "identity_sha256": sha256_json(self.identity)}
         if env.is_main:
-            for name in ("last.pt", "best.pt"):
-                path = self.output / name
-                results[f"{name[:-3]}_checkpoint_sha256"] = sha256_file(path) if path.exists() else None
-            atomic_write_json(self.output / "results.json", results)
-            write_metrics_and_plots(self.output, state, status)
-            self.events("stop", status=status, step=state.step, best_step=state.best_step,
-                        best_nll=state.best_nll, wall_seconds=wall_seconds)
+            write_results(self.output, results, self.state)
+            self.events("stop", status=status, step=self.state.step, best_step=self.state.best_step,
+                        best_nll=self.state.best_nll, wall_seconds=wall_seconds)
             print(summary(results), flush=True)
         return results
 

@@ -16,7 +16,6 @@ A job deadline may also come from the CHESS_JOB_DEADLINE environment variable.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -127,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     from chesscore.fileio import atomic_write_json
     from chesscore.model import CONFIGS
     from chesscore.train_probe import probe
-    from chesscore.trainer import open_dataset, train
+    from chesscore.train_data import open_dataset
+    from chesscore.trainer import train
 
     if args.config not in CONFIGS:
         raise SystemExit(f"train: no model config {args.config!r} (have: {', '.join(CONFIGS)})")

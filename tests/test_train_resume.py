@@ -15,7 +15,8 @@ from chesscore import checkpoint
 from chesscore.distributed import setup
 from chesscore.model import GPT
 from chesscore.train_state import ResumeRefused
-from chesscore.trainer import TrainData, Trainer
+from chesscore.train_data import TrainData
+from chesscore.trainer import Trainer
 from training_data import CONFIG, MODEL, one_thread, run, same_artifacts, small_data  # noqa: F401
 
 

@@ -13,7 +13,8 @@ from chesscore import checkpoint
 from chesscore.deadline import Deadline, parse_time
 from chesscore.distributed import setup
 from chesscore.train_state import TrainState
-from chesscore.trainer import TrainData, Trainer
+from chesscore.train_data import TrainData
+from chesscore.trainer import Trainer
 from stages import train as train_stage
 from training_data import CONFIG, MODEL, one_thread, run, same_artifacts, small_data  # noqa: F401
 

@@ -19,7 +19,8 @@ from chesscore.fileio import atomic_write_json
 from chesscore.model import CONFIGS
 from chesscore.tokens import encode_game
 from chesscore.train_config import TrainConfig
-from chesscore.trainer import TrainData, train
+from chesscore.train_data import TrainData
+from chesscore.trainer import train
 from corpus import standard_games
 
 
