@@ -41,7 +41,7 @@ def parser(defaults: dict[str, Any]) -> argparse.ArgumentParser:
     p.add_argument("--threads-per-worker", type=int, default=d("threads_per_worker", 1))
     p.add_argument("--backend", choices=("process", "ray"), default=d("backend", "process"))
     p.add_argument("--device", default=d("device", "cpu"), help="of the update (and of the games with --workers 0)")
-    p.add_argument("--resume", default="auto", help="auto | none | PATH of an rl.pt to continue")
+    p.add_argument("--resume", default=d("resume", "auto"), help="auto | none | PATH of an rl.pt to continue")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
