@@ -54,7 +54,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--max-plies", type=int, default=d("max_plies", 300), help="adjudicated draw after this")
     p.add_argument("--concurrency", type=int, default=d("concurrency", 32), help="games per batch")
     p.add_argument("--seed", type=int, default=d("seed", 0))
-    p.add_argument("--device", default=d("device", "cpu"))
+    p.add_argument("--device", default=d("device", "cpu"), help="cpu, cuda, or auto (cuda when present)")
     p.add_argument("--threads", type=int, default=d("threads", 1), help="torch CPU threads")
     p.add_argument("--stockfish", default=(d("stockfish") or {}).get("path"),
                    help="Stockfish executable (default: PATH, then /usr/games/stockfish)")
@@ -141,6 +141,8 @@ def report_markdown(summary: dict[str, Any], checkpoint: str, config: ArenaConfi
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     torch.set_num_threads(max(1, args.threads))
+    if args.device == "auto":
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
     config = ArenaConfig(games=args.games, temperature=args.temperature, max_plies=args.max_plies,
                          concurrency=args.concurrency, seed=args.seed)
     try:

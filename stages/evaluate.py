@@ -58,7 +58,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--rating-bin", type=int, default=d("rating_bin", 100))
     p.add_argument("--opening-until-ply", type=int, default=d("opening_until_ply", 20))
     p.add_argument("--middlegame-until-ply", type=int, default=d("middlegame_until_ply", 60))
-    p.add_argument("--device", default=d("device", "cpu"))
+    p.add_argument("--device", default=d("device", "cpu"), help="cpu, cuda, or auto (cuda when present)")
     p.add_argument("--threads", type=int, default=d("threads", 2), help="torch CPU threads")
     p.add_argument("--allow-other-dataset", action="store_true",
                    help="evaluate a checkpoint whose identity names another dataset (or none)")
@@ -69,6 +69,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     torch.set_num_threads(max(1, args.threads))
+    if args.device == "auto":
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
     try:
         config = EvalConfig(games=args.games or None, batch_size=args.batch_size, top_k=args.top_k,
                             seed=args.seed, rating_bin=args.rating_bin, opening_until_ply=args.opening_until_ply,
