@@ -163,7 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     checkpoint = str(args.checkpoint)
     summary = summarise(matches)
     record = {"checkpoint": {"path": checkpoint, "sha256": sha256_file(args.checkpoint)},
-              "config": asdict(config), **summary}
+              "config": asdict(config), **summary,
+              # keyed by name, so `dvc metrics show` lists every opponent's numbers
+              "opponents": {row["name"]: row for row in summary["opponents"]}}
     out = args.out
     atomic_write_json(out / "arena.json", record)
     atomic_write_text(out / "games.pgn", pgn_text(matches, checkpoint))

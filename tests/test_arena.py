@@ -169,8 +169,9 @@ arena:
     assert done.returncode == 0, done.stderr
     out = tmp_path / "arena"
     record = json.loads((out / "arena.json").read_text())
-    assert [o["name"] for o in record["opponents"]] == ["random", "sf-skill0", "untrained"]
-    assert all(o["games"] == 2 for o in record["opponents"]) and record["games"] == 6
+    assert set(record["opponents"]) == {"random", "sf-skill0", "untrained"}
+    assert all(o["games"] == 2 for o in record["opponents"].values()) and record["games"] == 6
+    assert record["opponents"]["sf-skill0"]["wins"] == 0 and record["opponents"]["sf-skill0"]["anchor_elo"] == 1346.6
     assert record["rating"]["anchors"] == {"sf-skill0": pytest.approx(1346.6)}
     assert record["checkpoint"]["path"] == str(tmp_path / "best.pt")
     pgn = io.StringIO((out / "games.pgn").read_text())
