@@ -13,6 +13,7 @@ promotion -1 (none) or the piece type 2..5 (knight..queen); castling is the king
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import dataclass, field
 
 import chess
@@ -21,6 +22,8 @@ import numpy as np
 import rust_pgn_reader_python_binding as rust_pgn
 
 OUTCOME_TOKEN = {"White": "1-0", "Black": "0-1", "Draw": "1/2-1/2", "Unknown": "*", None: None}
+# python-chess's tag line (chess.pgn.TAG_REGEX), one line at a time in a multi-line text.
+_TAG = re.compile(r'^\[([A-Za-z0-9][A-Za-z0-9_+#=:-]*)\s+"([^\r\n]*)"\][^\S\n]*$', re.M)
 
 
 @dataclass
@@ -52,18 +55,23 @@ class ParsedBatch:
                 zip(self.from_squares[start:end], self.to_squares[start:end], self.promotions[start:end])]
 
 
-def parse_batch(texts: list[str], to_reference: list[bool] | None = None) -> ParsedBatch:
+def parse_batch(texts: list[str], to_reference: list[bool] | None = None,
+                movetext_at: list[int] | None = None) -> ParsedBatch:
     """Parse every text (one game each). Games the Rust parser rejects go to python-chess, and so
-    do the games flagged in `to_reference` (layouts where the two parsers are known to differ)."""
+    do the games flagged in `to_reference` (layouts where the two parsers are known to differ).
+    movetext_at[i] > 0 says where game i's movetext starts after a plain tag section: its tags
+    are then read here (as python-chess reads them) and only the movetext goes to Rust."""
     if not texts:
         return ParsedBatch()
     forced = np.zeros(len(texts), bool) if to_reference is None else np.asarray(to_reference, bool)
-    parsed = rust_pgn.parse_games_from_strings(texts, num_threads=1)
+    at = movetext_at or [0] * len(texts)
+    tags = [dict(_TAG.findall(text, 0, a)) if a else None for text, a in zip(texts, at)]
+    parsed = rust_pgn.parse_games_from_strings([t[a:] if a else t for t, a in zip(texts, at)], num_threads=1)
     if len(parsed) != len(texts):  # it skips texts with no game in them: go one by one
         return _concat([reference(text) if force else _one(text) for text, force in zip(texts, forced)])
     parts, done = [], 0
     for chunk in parsed.chunks:
-        columns = _Columns(chunk)
+        columns = _Columns(chunk, tags[done:done + chunk.num_games])
         # Keep runs of valid games columnar; send each invalid one to the reference.
         start = 0
         for bad in np.flatnonzero(~columns.valid | forced[done:done + len(columns.valid)]):
@@ -87,10 +95,12 @@ def _one(text: str) -> ParsedBatch:
 class _Columns:
     """The arrays of one Rust result chunk, read once (each property access builds them)."""
 
-    def __init__(self, chunk) -> None:
+    def __init__(self, chunk, tags: list[dict[str, str] | None] | None = None) -> None:
         self.valid = chunk.valid
         self.offsets = chunk.move_offsets.astype(np.int64)
         self.headers, self.outcome = chunk.headers, chunk.outcome
+        if tags is not None:  # tags read before Rust saw the movetext alone
+            self.headers = [mine if mine is not None else theirs for mine, theirs in zip(tags, self.headers)]
         self.from_squares, self.to_squares = chunk.from_squares, chunk.to_squares
         self.promotions, self.clocks = chunk.promotions, chunk.clocks
         self.checkmate, self.stalemate = chunk.is_checkmate, chunk.is_stalemate

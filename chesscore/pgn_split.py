@@ -38,6 +38,8 @@ class RawGame(NamedTuple):
     data: bytes  # the game's text up to the next game (b"" when `problem` is set)
     problem: str | None = None  # why the text could not be kept as a game
     odd: bool = False  # tags and moves share a line: parsers disagree there, the reference decides
+    movetext: int = 0  # where the movetext starts in `data` for the plain layout (one tag paragraph,
+    #                    a blank line, one movetext paragraph); 0 when the layout is anything else
 
 
 def _comment_after(line: bytes, in_comment: bool) -> bool:
@@ -64,6 +66,10 @@ class _Scanner:
         self.buf, self.fast = buf, fast
         self.starts: list[int] = []
         self.odd: set[int] = set()  # starts of games with tags and moves on one line
+        self.movetext: dict[int, int] = {}  # start of a plain-layout game -> start of its movetext
+        self.plain_tags = False  # the open game so far is one tag paragraph, read by the fast path
+        # Buffer-wide, so most paragraphs need not be searched for these one by one.
+        self.no_oddities = b"\r" not in buf and b";" not in buf and BOM not in buf
         self.has_text = False  # the open game has movetext
         self.tag_spans: list[tuple[int, int]] = []  # where the open game's tags are
         self.names: set[bytes] | None = None  # their names, computed only when needed
@@ -72,7 +78,7 @@ class _Scanner:
 
     def _start(self, pos: int) -> None:
         self.starts.append(pos)
-        self.has_text, self.tag_spans, self.names = False, [], None
+        self.has_text, self.tag_spans, self.names, self.plain_tags = False, [], None, False
 
     def _tags(self, start: int, end: int) -> None:
         if not self.starts or self.has_text:
@@ -94,33 +100,42 @@ class _Scanner:
         self.has_text, self.after_blank = True, False
 
     def scan(self, end: int) -> list[int]:
-        pos = 0
+        pos, fast = 0, self.fast
         for para in self.buf[:end].split(b"\n\n"):
             start, pos = pos, pos + len(para) + 2
-            body = para.lstrip(b"\n")
-            if not body:
+            if para[:1] == b"\n":
+                body = para.lstrip(b"\n")
+                start, para = start + len(para) - len(body), body
+            if not para:
                 continue
-            start += len(para) - len(body)
             self.after_blank = True
-            if self.fast and not self.in_comment and self._fast(start, body):
-                continue
-            self._lines(start, body)
+            if fast and not self.in_comment:
+                if para[:1] == b"[":
+                    if para.endswith(b'"]') and para.count(b"\n") == para.count(b'"]\n['):
+                        opens_game = not self.starts or self.has_text
+                        self._tags(start, start + len(para))
+                        self.plain_tags = opens_game and self.starts[-1] == start
+                        continue
+                elif self._plain_text(para):
+                    if self.plain_tags and not self.has_text:
+                        self.movetext[self.starts[-1]] = start
+                    self._text(start)
+                    continue
+            self.plain_tags = False
+            self._lines(start, para)
         return self.starts
 
-    def _fast(self, start: int, para: bytes) -> bool:
-        first = para[:1]
-        if first == b"[":
-            if para.endswith(b'"]') and para.count(b"\n") == para.count(b'"]\n['):
-                self._tags(start, start + len(para))
-                return True
+    def _plain_text(self, para: bytes) -> bool:
+        """Movetext with nothing the line walk would treat differently: no line that is blank,
+        a tag or a BOM, no CR, no ; comment, and no {comment} open at its end (comments do not
+        nest, so the last brace tells)."""
+        if para[:1] in b" \t\f\v\r\xef":
             return False
-        opens = para.count(b"{")
-        if (first in b" \t\f\v\r\xef" or b"\r" in para or b";" in para or opens != para.count(b"}")
-                or (b"\n" in para and _SUSPECT_LINE.search(para))
-                or (opens and para.rfind(b"{") > para.rfind(b"}"))):
+        if not self.no_oddities and (b"\r" in para or b";" in para or BOM in para):
             return False
-        self._text(start)
-        return True
+        if para.rfind(b"{") > para.rfind(b"}"):  # the last brace opens a comment: it goes on
+            return False
+        return b"\n" not in para or not _SUSPECT_LINE.search(para)
 
     def _lines(self, start: int, para: bytes) -> None:
         for line in para.split(b"\n"):
@@ -185,7 +200,8 @@ def split_games(blocks: Iterable[bytes], max_game_bytes: int = MAX_GAME_BYTES,
             continue
         ends = starts[1:] + ([len(buf)] if last else [])
         for begin, finish in zip(starts, ends):
-            yield RawGame(index, base + begin, buf[begin:finish], odd=begin in scanner.odd)
+            yield RawGame(index, base + begin, buf[begin:finish], odd=begin in scanner.odd,
+                          movetext=scanner.movetext.get(begin, begin) - begin)
             index += 1
         if not last:
             base, buf = base + starts[-1], buf[starts[-1]:]

@@ -136,18 +136,21 @@ def _filtered(config: ValidateConfig, headers: dict[str, str]) -> tuple[str, str
 
 def validate_batch(job: BatchJob) -> BatchResult:
     """Decode, parse and judge a batch of games of one file; build rows for the accepted."""
-    texts, raws, rejects = [], [], []
+    texts, raws, rejects, movetext_at = [], [], [], []
     for game in job.games:
         if game.problem:
             rejects.append((game.index, game.offset, None, "unparsable", game.problem))
             continue
         try:
             texts.append(game.data.decode("utf-8"))
-            raws.append(game)
         except UnicodeDecodeError as error:
             rejects.append((game.index, game.offset, None, "unparsable",
                             f"invalid UTF-8 at byte {game.offset + error.start}"))
-    parsed = parse_batch(texts, [game.odd for game in raws])
+            continue
+        raws.append(game)
+        head = game.data[:game.movetext]  # where the movetext starts, in characters
+        movetext_at.append(game.movetext if head.isascii() else len(head.decode("utf-8")))
+    parsed = parse_batch(texts, [game.odd for game in raws], movetext_at)
     plies = parsed.plies()
     accepted = []
     for k, game in enumerate(raws):

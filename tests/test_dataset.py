@@ -3,11 +3,14 @@ TokenTable, over shards written by chesscore.shards from real corpus games."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
 from pathlib import Path
 
+import chess
+import chess.pgn
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -15,7 +18,18 @@ import pytest
 from chesscore import dataset, shards
 from chesscore.fileio import atomic_write_json
 from chesscore.tokens import BOS, EOS, PAD, decode_game, encode_game
-from corpus import standard_games
+from corpus import corpus_dir
+
+
+@functools.cache
+def corpus_games(count: int) -> list[list[chess.Move]]:
+    """Mainline moves of the first `count` games with moves in the corpus's Lichess head."""
+    games = []
+    with open(corpus_dir() / "kdave__pgn-toys__lichess.pgn", encoding="utf-8") as f:
+        while len(games) < count and (game := chess.pgn.read_game(f)) is not None:
+            if moves := list(game.mainline_moves()):
+                games.append(moves)
+    return games
 
 
 def rows(games: list, first: int = 0) -> pa.Table:
@@ -37,7 +51,7 @@ def write_dataset(root: Path, parts: dict[str, list[pa.Table]]) -> dict:
 
 @pytest.fixture
 def built(tmp_path):
-    games = standard_games()[:40]
+    games = corpus_games(40)
     parts = {"train": [rows(games[:15]), rows(games[15:25], 15)],
              "validation": [rows(games[25:32], 25)], "test": [rows(games[32:40], 32)]}
     manifest = write_dataset(tmp_path / "ds", parts)
