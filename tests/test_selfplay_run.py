@@ -75,6 +75,7 @@ def test_the_stage_cli_writes_the_same_bytes_over_two_workers(start, in_process,
     assert stats["execution"]["workers"] == 2 and stats["moves_per_second"] > 0
 
 
+@pytest.mark.slow
 def test_outputs_account_for_every_game_and_the_model_moved(start, in_process):
     out, stats = in_process
     history = stats["per_iteration"]
@@ -106,6 +107,7 @@ def test_outputs_account_for_every_game_and_the_model_moved(start, in_process):
     assert any(not torch.equal(a, b) for a, b in zip(trained.state_dict().values(), first.state_dict().values()))
 
 
+@pytest.mark.slow
 def test_a_resumed_run_ends_with_the_same_bytes(start, in_process, tmp_path):
     logged = []
     run_selfplay(start, tmp_path, replace(CFG, iterations=1), Execution(workers=0), log=logged.append)
@@ -117,6 +119,7 @@ def test_a_resumed_run_ends_with_the_same_bytes(start, in_process, tmp_path):
     assert logged[-1] == "resuming after iteration 2 of 2" and _files(tmp_path) == _files(in_process[0])
 
 
+@pytest.mark.slow
 def test_a_checkpoint_of_another_run_is_refused_or_replaced(start, in_process, tmp_path):
     saved = in_process[0] / "rl.pt"
     with pytest.raises(ResumeRefused, match=r"config\.lr"):
