@@ -67,6 +67,7 @@ class Trainer:
                                  receipt_sha256=data.receipt_sha256, code_files=code_files)
         self.steps_per_epoch = steps_per_epoch(len(self.lengths), config.micro, env.world_size, config.accum)
         payload, self.resume_note, self.resume_path = find_resume(resume, self.output, self.identity)
+        env.barrier()  # every rank has read last.pt before rank 0 may replace it
         self.resumed_from = None if payload is None else payload["train_state"]["step"]
         self.receipt = None
         if payload is not None and (status := terminal_status(TrainState.from_dict(payload["train_state"]), config)):
@@ -115,6 +116,8 @@ class Trainer:
             return self.receipt
         started = time.perf_counter()
         self._start_outputs(fresh=self.resumed_from is None)
+        if self.resumed_from is None:
+            self.save(improved=False, status=None)  # a loadable last.pt from the first moment
         self.events("start", note=self.resume_note, step=self.state.step, world_size=self.env.world_size,
                     parameters=self.model.num_parameters(), device=str(self.env.device),
                     train_games=len(self.lengths), validation_games=len(self.data.validation),

@@ -38,6 +38,14 @@ def read_params(path: Path, section: str) -> dict[str, Any]:
     return values
 
 
+def _optional(kind):
+    """A flag type that also takes `none` (to switch off a limit params.yaml sets)."""
+    def parse(text: str):
+        return None if str(text).lower() in ("none", "null") else kind(text)
+    parse.__name__ = kind.__name__
+    return parse
+
+
 def _int_list(value: str | list[int]) -> list[int]:
     """"8,16,32" (a flag) or [8, 16, 32] (params.yaml)."""
     parts = value if isinstance(value, list) else str(value).split(",")
@@ -61,14 +69,14 @@ def parser(defaults: dict[str, Any]) -> argparse.ArgumentParser:
     p.add_argument("--grad-clip", type=float, default=d("grad_clip", 1.0), help="max gradient norm")
     p.add_argument("--epochs", type=int, default=d("epochs", 20), help="max epochs")
     p.add_argument("--seed", type=int, default=d("seed", 2026))
-    p.add_argument("--max-seconds", type=float, default=d("max_seconds"), help="time budget of this run (resumable)")
-    p.add_argument("--max-updates", type=int, default=d("max_updates"), help="stop after this many updates")
-    p.add_argument("--schedule-steps", type=int, default=d("schedule_steps"), help="cosine horizon (default: planned updates)")
-    p.add_argument("--warmup-steps", type=int, default=d("warmup_steps"), help="linear warmup (default: 10%% of the schedule)")
-    p.add_argument("--validation-every-steps", type=int, default=d("validation_every_steps"),
+    p.add_argument("--max-seconds", type=_optional(float), default=d("max_seconds"), help="time budget of this run (resumable)")
+    p.add_argument("--max-updates", type=_optional(int), default=d("max_updates"), help="stop after this many updates")
+    p.add_argument("--schedule-steps", type=_optional(int), default=d("schedule_steps"), help="cosine horizon (default: planned updates)")
+    p.add_argument("--warmup-steps", type=_optional(int), default=d("warmup_steps"), help="linear warmup (default: 10%% of the schedule)")
+    p.add_argument("--validation-every-steps", type=_optional(int), default=d("validation_every_steps"),
                    help="validate every K updates, besides every epoch end")
-    p.add_argument("--validation-micro", type=int, default=d("validation_micro"), help="games per validation batch per rank")
-    p.add_argument("--legality-eval-games", type=int, default=d("legality_eval_games"),
+    p.add_argument("--validation-micro", type=_optional(int), default=d("validation_micro"), help="games per validation batch per rank")
+    p.add_argument("--legality-eval-games", type=_optional(int), default=d("legality_eval_games"),
                    help="validation games replayed for the legality metrics (default: all)")
     p.add_argument("--patience", type=int, default=d("patience", 5), help="validations without improvement before an early stop")
     p.add_argument("--min-delta", type=float, default=d("min_delta", 1e-4), help="NLL improvement that counts")
@@ -82,7 +90,7 @@ def parser(defaults: dict[str, Any]) -> argparse.ArgumentParser:
     p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=d("compile", False),
                    help="torch.compile the model")
     p.add_argument("--device", default=d("device", "auto"), choices=("auto", "cpu", "cuda"))
-    p.add_argument("--threads", type=int, default=d("threads"), help="torch CPU threads per process (default: torch's)")
+    p.add_argument("--threads", type=_optional(int), default=d("threads"), help="torch CPU threads per process (default: torch's)")
     p.add_argument("--resume", default=d("resume", "auto"), help="auto, none, or a last.pt to insist on")
     p.add_argument("--integrity-receipt", type=Path, default=d("integrity_receipt"),
                    help="receipt from chesscore.dataset.verify (skips re-hashing the shards)")

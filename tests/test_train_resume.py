@@ -4,6 +4,7 @@ name; a finished run is a no-op."""
 
 from __future__ import annotations
 
+import csv
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -56,6 +57,24 @@ def test_checkpoints_load_with_weights_only_and_carry_the_identity(uninterrupted
     last = checkpoint.load(uninterrupted / "last.pt")
     assert {"optimizer", "scheduler", "rng", "train_state"} <= set(last)
     assert payload["step"] == last["train_state"]["best_step"]
+
+
+def test_results_metrics_and_plots_tell_the_same_story(uninterrupted):
+    results = json.loads((uninterrupted / "results.json").read_text())
+    metrics = json.loads((uninterrupted / "metrics.json").read_text())
+    assert metrics["best_validation_nll"] == results["best_validation_nll"] == min(
+        h["validation"]["nll"] for h in results["history"])
+    assert metrics["initial_validation_nll"] > metrics["final"]["nll"]  # it learned something
+    validation = list(csv.DictReader((uninterrupted / "plots" / "validation.csv").open()))
+    assert [int(r["step"]) for r in validation] == [h["step"] for h in results["history"]]
+    train_loss = list(csv.DictReader((uninterrupted / "plots" / "train_loss.csv").open()))
+    assert [int(r["step"]) for r in train_loss] == [2, 4, 6, 8, 10, 12]  # log_every_steps 2
+    assert all(float(r["grad_norm"]) > 0 and 0 < float(r["lr"]) <= 3e-4 for r in train_loss)
+    throughput = results["throughput"]
+    assert throughput["useful_tokens_per_second"] > 0 and 0 <= throughput["padding_fraction"] < 0.5
+    assert results["peak_memory"][0]["cpu_max_rss_bytes"] > 0 and results["test_evaluated"] is False
+    events = [json.loads(line)["event"] for line in (uninterrupted / "events.jsonl").read_text().splitlines()]
+    assert events[0] == "start" and events[-1] == "stop" and events.count("validation") == 6
 
 
 def test_identity_mismatch_is_refused_naming_the_keys(data, uninterrupted, tmp_path):
