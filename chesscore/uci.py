@@ -31,7 +31,7 @@ import chess
 import numpy as np
 import torch
 
-from chesscore.checkpoint import load_model
+from chesscore.checkpoint import CheckpointError, load_model
 from chesscore.model import GPT
 from chesscore.play import ModelPlayer, Sampler
 from chesscore.tokens import TOKEN_PROMOTION, VOCAB_SIZE, encode_game, encode_move
@@ -299,7 +299,11 @@ def main(argv: list[str] | None = None) -> int:
                              "threads than free cores slow them down badly)")
     args = parser.parse_args(argv)
     torch.set_num_threads(max(1, args.threads))
-    model, payload = load_model(args.checkpoint, args.device)
+    try:
+        model, payload = load_model(args.checkpoint, args.device)
+    except CheckpointError as error:
+        print(f"chesscore.uci: {error}", file=sys.stderr)
+        return 2
     config = payload["config"]
     name = (f"chesscore {args.checkpoint.name} ({config['n_layer']}x{config['n_embd']}, "
             f"{model.num_parameters():,} params)")

@@ -109,6 +109,10 @@ def test_raw_protocol_survives_garbage_and_answers_every_case(tiny_checkpoint):
     assert chess.Move.from_uci(bestmoves[3]) in chess.Board("rnbqkbnr/pppppppp/8/8/3P4/8/PPP1PPPP/RNBQKBNR b KQkq - 0 1").legal_moves
     assert bestmoves[4] in ("a2a3", "h2h4")  # e1e2 is illegal and dropped
 
+    missing = subprocess.run(_command(tiny_checkpoint.parent / "missing.pt"), input="uci\n", capture_output=True,
+                             text=True, timeout=120, cwd=ROOT)
+    assert missing.returncode == 2 and "missing.pt: no such checkpoint" in missing.stderr
+
 
 @torch.no_grad()
 def test_incremental_positions_and_takebacks_match_a_fresh_forward():
