@@ -10,8 +10,8 @@ The convention (exit codes from BSD sysexits.h, so they mean the same to other t
 
     exit  kind        retry?  raised as (or mapped from)
     0     -           -       main returned normally
-    65    bad_input   no      BadInput; chesscore.dataset.IntegrityError (a retry reads the same input)
-    78    refused     no      Refused; chesscore.checkpoint.CheckpointError (identity or params refused)
+    65    bad_input   no      BadInput; IntegrityError, InputError, ... (a retry reads the same input)
+    78    refused     no      Refused; ResumeRefused, DatasetMismatch, ... (identity or set-up refused)
     75    temporary   yes     Temporary; MemoryError, torch.OutOfMemoryError (may pass next time)
     -N / 128+N  killed yes    the process died of signal N (SIGKILL from the OOM killer or a person)
     1     bug         no      any other exception: the traceback is printed; a retry hits it again
@@ -22,8 +22,8 @@ quotes as the stage's message:
 
     chesscore-failure: bad_input: data/raw/x.pgn.zst: truncated zstd frame at byte 1048576
 
-Stage code raises BadInput / Refused / Temporary (or subclasses them) for expected failures;
-there is no need to catch anything in a stage's main.
+Stage code raises BadInput / Refused / Temporary (or subclasses them) for expected failures,
+or an error listed in KNOWN_ERRORS below; there is no need to catch anything in a stage's main.
 """
 
 from __future__ import annotations
@@ -71,8 +71,14 @@ class Temporary(StageFailure):
 # in sys.modules so this module imports neither torch nor pyarrow: an error can only be an
 # instance of a class whose module is already imported.
 KNOWN_ERRORS: tuple[tuple[str, str, type[StageFailure]], ...] = (
-    ("chesscore.dataset", "IntegrityError", BadInput),
-    ("chesscore.checkpoint", "CheckpointError", Refused),
+    ("chesscore.dataset", "IntegrityError", BadInput),  # a shard or manifest differs from its hash
+    ("chesscore.pgn_input", "InputError", BadInput),  # an unreadable dump (names file and offset)
+    ("chesscore.convert", "LeakageError", BadInput),  # one move sequence in two splits
+    ("chesscore.checkpoint", "CheckpointError", Refused),  # missing or not our checkpoint format
+    ("chesscore.train_state", "ResumeRefused", Refused),  # the checkpoint's identity differs
+    ("chesscore.evaluate", "DatasetMismatch", Refused),  # checkpoint trained on another dataset
+    ("chesscore.engine", "StockfishMissing", Refused),  # an install is needed, not a retry
+    ("chesscore.selfplay_parallel", "WorkerDied", Temporary),  # most often the OOM killer
     ("torch", "OutOfMemoryError", Temporary),
 )
 

@@ -124,7 +124,10 @@ def classify(dvc_returncode: int, tail: list[str]) -> Failure:
     errors = [line for line in tail if line.startswith("ERROR")]
     exited = EXITED.search(text)
     code = int(exited["code"]) if exited else None
-    message = marker[-1] if marker else (errors[-1] if errors else (tail[-1] if tail else "no output"))
+    # Without a marker the stage's last line before DVC's ERROR says most (a traceback's last line).
+    own = [line for line in tail[:tail.index(errors[-1])] if not line.startswith(">")] if errors else []
+    message = marker[-1] if marker else (own[-1] if exited and own else
+                                         errors[-1] if errors else tail[-1] if tail else "no output")
     if any(phrase in text for phrase in LOCK_MESSAGES):
         return Failure("lock", True, "another DVC run holds the lock: " + (errors[-1] if errors else message), code)
     if code is None:

@@ -117,5 +117,8 @@ def test_classify_reads_real_dvc_output() -> None:
     busy = ["ERROR: failed to reproduce 'train': '/repo/data/train' is busy, it is being blocked by:",
             "  (PID 10097): dvc repro"]
     assert dvc_stages.classify(255, busy).kind == "lock" and dvc_stages.classify(255, busy).retryable
+    bug = ["> python -m stages.train", "Traceback (most recent call last):", "ZeroDivisionError: division by zero",
+           "ERROR: failed to reproduce 'train': failed to run: python -m stages.train, exited with 1"]
+    assert dvc_stages.classify(255, bug) == dvc_stages.Failure("bug", False, "ZeroDivisionError: division by zero", 1)
     unknown = ["ERROR: unexpected error - something inside DVC"]
     assert dvc_stages.classify(255, unknown) == dvc_stages.Failure("dvc", False, unknown[0], None)
