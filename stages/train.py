@@ -10,13 +10,16 @@ flags override them. By default the stage
 resumes from OUTPUT/last.pt when its identity matches this run's (so a retried `dvc repro`
 continues a killed run), and starts afresh when it does not; `--resume PATH` insists on
 that checkpoint and refuses one whose identity differs; `--resume none` starts afresh.
-A job deadline may also come from the CHESS_JOB_DEADLINE environment variable.
+A job deadline may also come from the CHESS_JOB_DEADLINE environment variable; SIGTERM
+counts as the deadline. A run stopped for either has saved last.pt and exits with status 75
+(EX_TEMPFAIL) so that DVC does not record it as done: run it again to resume.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -25,6 +28,7 @@ from typing import Any
 import yaml
 
 PARAMS = Path("params.yaml")
+EXIT_RESUMABLE = 75  # EX_TEMPFAIL: stopped for the job deadline or SIGTERM, saved; rerun to resume
 
 
 def read_params(path: Path, section: str) -> dict[str, Any]:
@@ -145,6 +149,9 @@ def main(argv: list[str] | None = None) -> int:
     if deadline.soft_stop():
         raise SystemExit(f"train: the job deadline {config.deadline} (less the margin of "
                          f"{config.deadline_margin_seconds:.0f} s) has passed; nothing to do")
+    # SIGTERM (a scheduler's preemption, torchrun passing one on) means "the deadline is now":
+    # the run saves at its next step or validation batch and exits with EXIT_RESUMABLE.
+    signal.signal(signal.SIGTERM, lambda signum, frame: setattr(deadline, "at", 0.0))
     env = distributed.setup(config.device)
     failure = args.output / f"failure-rank{env.rank}.json"
     failure.unlink(missing_ok=True)
@@ -152,14 +159,20 @@ def main(argv: list[str] | None = None) -> int:
         data = open_dataset(args.dataset, args.integrity_receipt, env)
         if args.mode == "probe":
             probe(CONFIGS[config.model], data.train, env, args.probe_micro, args.output, compile=config.compile)
-        else:
-            train(config, data, args.output, env, resume=args.resume, deadline=deadline,
-                  code_files=(Path(__file__),))
+            return 0
+        results = train(config, data, args.output, env, resume=args.resume, deadline=deadline,
+                        code_files=(Path(__file__),))
     except BaseException as error:
         atomic_write_json(failure, {"error": repr(error), "rank": env.rank, "time_unix": time.time()})
         raise
     finally:
         distributed.teardown()
+    if results["status"] == "deadline_soft_stop":
+        # Not finished: a non-zero exit keeps DVC from recording the stage as done, and tells
+        # an orchestrator to retry (the rerun resumes).
+        print(f"train: stopped for the job deadline at step {results['step']}; run again to resume",
+              file=sys.stderr)
+        return EXIT_RESUMABLE
     return 0
 
 

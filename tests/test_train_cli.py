@@ -1,7 +1,7 @@
 """The train stage as users run it: `python -m stages.train` and `torchrun -m stages.train`
 over a converted dataset folder. Two gloo processes match one process with the same global
 batch; a run killed with SIGKILL leaves a loadable last.pt and its rerun resumes to the same
-bytes as an uninterrupted run."""
+bytes as an uninterrupted run; SIGTERM is a soft stop that saves and exits 75."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # 121 train games: with 8 games per global microbatch the last one holds a single game, so
 # under two ranks rank 1 has no game there and trains on the zero-target dummy.
 COMMON = ["--config", "tiny", "--epochs", "2", "--seed", "3", "--lr", "0.002", "--accum", "1",
-          "--validation-every-steps", "2", "--legality-eval-games", "4", "--log-every-steps", "2",
+          "--validation-every-steps", "4", "--legality-eval-games", "4", "--log-every-steps", "2",
           "--threads", "1"]
 # Summation order differs between one process and two (gloo's all-reduce, the split batch):
 # float32 round-off, amplified a little by Adam over 32 updates.
@@ -81,16 +81,40 @@ def test_two_gloo_ranks_match_one_process_with_the_same_global_batch(dataset, si
     assert not list(output.glob("failure-rank*.json"))
 
 
+def run_until_validation(process: subprocess.Popen, output: Path, step: int) -> None:
+    deadline = time.monotonic() + 120
+    while not any(e["event"] == "validation" and e["step"] >= step for e in events(output)):
+        assert process.poll() is None, process.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, f"no validation at step {step} within 2 minutes"
+        time.sleep(0.02)
+
+
+@pytest.mark.slow
+def test_sigterm_is_a_soft_stop_that_saves_and_asks_for_a_rerun(dataset, single, tmp_path):
+    output = tmp_path / "train"
+    process = stage(dataset, output, "--micro", "8", wait=False)
+    try:
+        run_until_validation(process, output, 4)
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 75, stderr[-3000:]
+    assert "run again to resume" in stderr
+    results = json.loads((output / "results.json").read_text())
+    assert results["status"] == "deadline_soft_stop" and 4 <= results["step"] < 32
+    assert checkpoint.load(output / "last.pt")["train_state"]["step"] == results["step"]
+    stage(dataset, output, "--micro", "8")
+    for name in ("last.pt", "best.pt", "metrics.json", "plots/validation.csv"):
+        assert (output / name).read_bytes() == (single / name).read_bytes(), name
+
+
 @pytest.mark.slow
 def test_sigkill_leaves_a_loadable_checkpoint_and_the_rerun_resumes(dataset, single, tmp_path):
     output = tmp_path / "train"
     process = stage(dataset, output, "--micro", "8", wait=False)
     try:
-        deadline = time.monotonic() + 120
-        while not any(e["event"] == "validation" and e["step"] >= 4 for e in events(output)):
-            assert process.poll() is None, process.communicate()[1][-3000:]
-            assert time.monotonic() < deadline, "no validation at step 4 within 2 minutes"
-            time.sleep(0.02)
+        run_until_validation(process, output, 4)
         time.sleep(random.Random(os.getpid()).uniform(0, 0.3))  # any moment: mid-step, mid-save
         process.send_signal(signal.SIGKILL)
     finally:
