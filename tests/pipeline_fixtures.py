@@ -14,14 +14,28 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
+import yaml
 
 PROJECT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 _SERVER: dict[str, Any] = {}
+_PIPELINE: dict[str, "PipelineRun"] = {}
+
+# The smallest params that still run every code path of every stage (a tiny model, a few updates,
+# a handful of games per opponent, one self-play iteration in-process). Applied to a copy only.
+TINY = {
+    "train.config": "tiny", "train.micro": 8, "train.max_updates": 4, "train.validation_every_steps": 4,
+    "train.legality_eval_games": 4,
+    "evaluate.games": 8, "evaluate.batch_size": 8,
+    "arena.games": 2, "arena.max_plies": 40, "arena.stockfish.movetime_ms": 5,
+    "selfplay.iterations": 1, "selfplay.games": 4, "selfplay.max_plies": 30, "selfplay.shard_games": 2,
+    "selfplay.eval_games": 2, "selfplay.workers": 0, "selfplay.batch_games": 4,
+}
 
 # A toy stage for flow tests: appends its name to its input, under chesscore's failure
 # convention (so CHESSCORE_FAULT reaches it) and with an atomic write. TOY_SLEEP holds it.
@@ -190,3 +204,75 @@ def copy_tree(source: Path, target: Path) -> Path:
     """A copy of a repo (git history, DVC cache and outputs included), symlinks kept as links."""
     shutil.copytree(source, target, symlinks=True)
     return target
+
+
+def snapshot(target: Path) -> Path:
+    """A copy of the project's working tree (tracked and untracked files git does not ignore, no
+    data/ but the embedded sample), committed as a fresh git repository: a clean clone's twin."""
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=PROJECT,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        if name.startswith("data/") and not name.startswith("data/raw/"):
+            continue  # outputs of someone's run in the shared checkout
+        source = PROJECT / name
+        if source.is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / name)
+    run(["git", "init", "-q"], target)
+    run(["git", "config", "user.email", "tests@example.invalid"], target)
+    run(["git", "config", "user.name", "tests"], target)
+    commit(target, "snapshot of the working tree")
+    return target
+
+
+def commit(repo: Path, message: str) -> None:
+    run(["git", "add", "-A"], repo)
+    run(["git", "commit", "-qm", message, "--allow-empty"], repo)
+
+
+def output_files(repo: Path) -> dict[str, str]:
+    """sha256 of every file under every output dvc.lock records, by path."""
+    from chesscore.fileio import sha256_file
+
+    lock = yaml.safe_load((repo / "dvc.lock").read_text())["stages"]
+    hashes = {}
+    for stage in lock.values():
+        for out in stage.get("outs", []):
+            path = repo / out["path"]
+            files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+            hashes.update({p.relative_to(repo).as_posix(): sha256_file(p) for p in files})
+    return hashes
+
+
+@dataclass(frozen=True)
+class PipelineRun:
+    repo: Path  # a committed repo after one full `dvc repro` with TINY params: treat as read-only
+    seconds: dict[str, float]  # wall seconds of each stage, in DAG order
+    outputs: dict[str, str]  # sha256 of every output file
+
+
+@pytest.fixture(scope="session")
+def pipeline_run(tmp_path_factory: pytest.TempPathFactory) -> PipelineRun:
+    """The whole pipeline once per test session on a snapshot of the project with TINY params,
+    stage by stage (timed); dvc.lock and the metrics are committed afterwards."""
+    if "run" in _PIPELINE:
+        return _PIPELINE["run"]
+    from flows import dvc_stages
+    from stages import profile
+
+    repo = snapshot(tmp_path_factory.mktemp("pipeline") / "repo")
+    profile.apply(TINY, repo / "params.yaml")
+    commit(repo, "tiny params for the tests")
+    seconds = {}
+    for stage in dvc_stages.stage_order(repo):
+        log: list[str] = []
+        result = dvc_stages.repro(repo, stage, on_line=log.append)
+        assert result.failure is None, f"stage {stage} failed: {result.failure}\n" + "\n".join(log[-40:])
+        seconds[stage] = result.seconds
+    commit(repo, "pipeline run")
+    _PIPELINE["run"] = PipelineRun(repo, seconds, output_files(repo))
+    return _PIPELINE["run"]
+
+
+def dvc(repo: Path, *args: str, check: bool = True, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return run([str(BIN / "dvc"), *args], repo, env=env, check=check)
