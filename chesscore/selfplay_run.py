@@ -29,12 +29,13 @@ from chesscore import checkpoint, tokens
 from chesscore.arena import derive_seed
 from chesscore.elo import elo_difference
 from chesscore.fileio import atomic_write_json, canonical_json, sha256_file, sha256_json
+from chesscore.model import GPT
 from chesscore.rl import PGConfig, policy_gradient_step
 from chesscore.selfplay import GameRecord, SelfPlayConfig, summarise
 from chesscore.selfplay_export import PlayedGame, write_games
 from chesscore.selfplay_parallel import SelfPlayPool
 from chesscore.train_config import code_sha256, identity_diff
-from chesscore.train_state import check_identity
+from chesscore.train_state import ResumeRefused, check_identity
 
 CHECKPOINT = "rl.pt"
 STATS = "stats.json"
@@ -62,6 +63,12 @@ class RunConfig:
     eval_temperature: float = 1.0  # > 0, or every evaluation game with one colour is the same
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        if self.iterations < 0 or self.games < 1 or self.shard_games < 1 or self.eval_games < 0:
+            raise ValueError(f"need iterations >= 0, games >= 1, shard_games >= 1, eval_games >= 0: {self}")
+        if self.temperature <= 0 or (self.eval_games and self.eval_temperature <= 0):
+            raise ValueError("the policy gradient and the evaluation need temperatures > 0")
+
     def identity_part(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if k != "iterations"}
 
@@ -87,18 +94,26 @@ def run_identity(cfg: RunConfig, checkpoint_path: Path, supervised: dict[str, An
             "torch": str(torch.__version__)}
 
 
-def _load_state(path: Path, identity: dict[str, Any], resume: str, log: Callable[[str], None]) -> dict | None:
-    """The saved run to continue from, or None to start afresh (resume: auto | none | PATH)."""
+def _load_state(path: Path, identity: dict[str, Any], resume: str, iterations: int,
+                log: Callable[[str], None]) -> dict | None:
+    """The saved run to continue from, or None to start afresh (resume: auto | none | PATH).
+    auto starts afresh where PATH is refused: another identity, or more iterations done than
+    asked for (a run cannot be shortened after the fact)."""
     if resume == "none":
         return None
     source = path if resume == "auto" else Path(resume)
     if resume == "auto" and not source.is_file():
         return None
     saved = checkpoint.load(source)
-    if resume == "auto" and identity_diff(saved.get("identity", {}), identity):
-        log(f"{source}: identity differs ({', '.join(identity_diff(saved['identity'], identity)[:4])}); starting afresh")
+    differ = identity_diff(saved.get("identity", {}), identity)
+    done = len(json.loads(saved.get("history_json", "[]")))
+    if resume == "auto" and (differ or done > iterations):
+        why = f"identity differs ({', '.join(differ[:4])})" if differ else f"{done} iterations done, {iterations} asked"
+        log(f"{source}: {why}; starting afresh")
         return None
     check_identity(source, saved.get("identity", {}), identity)
+    if done > iterations:
+        raise ResumeRefused(f"{source}: {done} iterations done, only {iterations} asked for")
     return saved
 
 
@@ -136,56 +151,69 @@ def run_selfplay(checkpoint_path: Path, out: Path, cfg: RunConfig, execution: Ex
     opponent = None if cfg.opponent == "self" else checkpoint.load_model(cfg.opponent, device)[0]
     identity = run_identity(cfg, Path(checkpoint_path), supervised)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
-    pg = PGConfig(temperature=cfg.temperature, kl_coef=cfg.kl_coef, batch_games=cfg.batch_games,
-                  grad_clip=cfg.grad_clip)
     history: list[dict] = []
     games: list[list[dict]] = []
-    saved = _load_state(out / CHECKPOINT, identity, resume, log)
+    saved = _load_state(out / CHECKPOINT, identity, resume, cfg.iterations, log)
     if saved is not None:
         model.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
         history, games = json.loads(saved["history_json"]), json.loads(saved["games_json"])
         log(f"resuming after iteration {len(history)} of {cfg.iterations}")
     timings: dict[int, dict] = {}
-    play_cfg = SelfPlayConfig(games=cfg.games, temperature=cfg.temperature, max_plies=cfg.max_plies)
-    eval_cfg = replace(play_cfg, games=max(1, cfg.eval_games), temperature=cfg.eval_temperature)
-    with SelfPlayPool(execution.workers, execution.threads_per_worker, execution.backend, execution.progress) as pool:
-        for k in range(len(history), cfg.iterations):
-            records, play_stats = pool.play(model, opponent, replace(play_cfg, seed=derive_seed(cfg.seed, "play", k)),
-                                            cfg.shard_games)
-            update = policy_gradient_step(model, reference, optimizer, records, pg)
-            entry = {"iteration": k, "play": {key: v for key, v in play_stats.items() if key not in MACHINE_KEYS},
-                     "update": update}
-            timings[k] = {"play_seconds": play_stats["seconds"], "plies": play_stats["plies"]["total"],
-                          "moves_per_second": play_stats["moves_per_second"]}
-            if cfg.eval_games:
-                _, eval_stats = pool.play(model, reference, replace(eval_cfg, seed=derive_seed(cfg.seed, "eval", k)),
-                                          cfg.shard_games)
-                entry["vs_reference"] = _versus(eval_stats)
-            history.append(entry)
-            games.append([{**asdict(r), "moves": list(r.moves)} for r in records])
-            payload = checkpoint.model_payload(model, identity, optimizer=optimizer.state_dict(),
-                                               history_json=canonical_json(history), games_json=canonical_json(games))
-            checkpoint.save(_unshared(payload), out / CHECKPOINT)
-            score = entry.get("vs_reference", {}).get("score")
-            log(f"iteration {k}: {play_stats['games']} games, {play_stats['moves_per_second']:.0f} moves/s, "
-                f"reward {update['mean_reward']:+.3f}, KL/move {update['kl_per_move']:.4f}"
-                + (f", score vs supervised {score:.3f}" if score is not None else ""))
+    if len(history) < cfg.iterations:
+        with SelfPlayPool(execution.workers, execution.threads_per_worker, execution.backend,
+                          execution.progress) as pool:
+            for k in range(len(history), cfg.iterations):
+                entry, records, timings[k] = _iteration(k, pool, model, reference, opponent, optimizer, cfg)
+                history.append(entry)
+                games.append([{**asdict(r), "moves": list(r.moves)} for r in records])
+                payload = checkpoint.model_payload(model, identity, optimizer=optimizer.state_dict(),
+                                                   history_json=canonical_json(history),
+                                                   games_json=canonical_json(games))
+                checkpoint.save(_unshared(payload), out / CHECKPOINT)
+                log(_line(entry, timings[k]))
     opponent_name = "self" if cfg.opponent == "self" else Path(cfg.opponent).name
     played = [PlayedGame(record, k, f"rl-iteration-{k}", opponent_name)
               for k, records in enumerate(_records(games)) for record in records]
     run_id = sha256_json(identity)
     manifest = write_games(out, played, run_id, {"identity_sha256": run_id, **asdict(cfg)})
-    all_records = [game.record for game in played]
-    stats = summarise(all_records, seconds=0.0)
-    seconds = sum(t["play_seconds"] for t in timings.values())  # this call's games only (a resume
-    stats["seconds"] = seconds                                   # replays none of the earlier ones)
+    stats = summarise([game.record for game in played], seconds=0.0)
+    seconds = sum(t["play_seconds"] for t in timings.values())  # this call's games only: a resume
+    stats["seconds"] = seconds                                   # does not replay the earlier ones
     stats["moves_per_second"] = sum(t["plies"] for t in timings.values()) / seconds if seconds else None
+    last = history[-1].get("vs_reference", {}) if history else {}
     stats.update(iterations=len(history), checkpoint=str(checkpoint_path), run_id=run_id,
                  dataset_fingerprint=manifest["fingerprint"], dataset_splits=manifest["splits"],
-                 per_iteration=history, timings=timings,
-                 win_rate_vs_reference=history[-1].get("vs_reference", {}).get("win_rate") if history else None,
-                 score_vs_reference=history[-1].get("vs_reference", {}).get("score") if history else None,
-                 execution=asdict(execution), wall_seconds=time.perf_counter() - started)
+                 win_rate_vs_reference=last.get("win_rate"), score_vs_reference=last.get("score"),
+                 per_iteration=history, timings=timings, execution=asdict(execution),
+                 wall_seconds=time.perf_counter() - started)
     atomic_write_json(out / STATS, stats)
     return stats
+
+
+def _iteration(k: int, pool: SelfPlayPool, model: GPT, reference: GPT, opponent: GPT | None,
+               optimizer: torch.optim.Optimizer, cfg: RunConfig) -> tuple[dict, list[GameRecord], dict]:
+    """Play, update, evaluate: the history entry (no timings), the games, the timings."""
+    play = SelfPlayConfig(games=cfg.games, temperature=cfg.temperature, max_plies=cfg.max_plies,
+                          seed=derive_seed(cfg.seed, "play", k))
+    records, stats = pool.play(model, opponent, play, cfg.shard_games)
+    pg = PGConfig(temperature=cfg.temperature, kl_coef=cfg.kl_coef, batch_games=cfg.batch_games,
+                  grad_clip=cfg.grad_clip)
+    update = policy_gradient_step(model, reference, optimizer, records, pg)
+    entry = {"iteration": k, "play": {key: v for key, v in stats.items() if key not in MACHINE_KEYS},
+             "update": update}
+    if cfg.eval_games:
+        evaluation = replace(play, games=cfg.eval_games, temperature=cfg.eval_temperature,
+                             seed=derive_seed(cfg.seed, "eval", k))
+        entry["vs_reference"] = _versus(pool.play(model, reference, evaluation, cfg.shard_games)[1])
+    timing = {"play_seconds": stats["seconds"], "plies": stats["plies"]["total"],
+              "moves_per_second": stats["moves_per_second"]}
+    return entry, records, timing
+
+
+def _line(entry: dict, timing: dict) -> str:
+    play, update = entry["play"], entry["update"]
+    versus = entry.get("vs_reference")
+    return (f"iteration {entry['iteration']}: {play['games']} games ({play['white_wins'] + play['black_wins']} "
+            f"decisive), {timing['moves_per_second']:.0f} moves/s, mean reward {update['mean_reward']:+.3f}, "
+            f"KL/move {update['kl_per_move']:.4f}" + (f", score vs supervised {versus['score']:.3f}" if versus else ""))

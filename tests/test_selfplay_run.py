@@ -21,8 +21,8 @@ from chesscore.tokens import decode_game
 from chesscore.train_state import ResumeRefused
 
 REPO = Path(__file__).resolve().parents[1]
-CFG = RunConfig(iterations=2, games=12, max_plies=150, shard_games=6, eval_games=4, batch_games=8,
-                lr=1e-3, seed=5)  # seed 5: iteration 0 has decisive games, so the update moves
+CFG = RunConfig(iterations=2, games=8, max_plies=150, shard_games=4, eval_games=2, batch_games=8,
+                lr=1e-3, seed=3)  # seed 3: iteration 0 has decisive games, so the update moves
 
 
 @pytest.fixture(autouse=True)
@@ -65,7 +65,7 @@ def test_the_stage_cli_writes_the_same_bytes_over_two_workers(start, in_process,
     params.write_text("selfplay:\n" + "".join(f"  {k}: {json.dumps(v)}\n" for k, v in values.items()))
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-m", "stages.selfplay", "--params", str(params), "--checkpoint", str(start),
-                           "--out", str(out), "--games", "12", "--workers", "2", "--iterations", "2", "--no-progress"],
+                           "--out", str(out), "--games", "8", "--workers", "2", "--iterations", "2", "--no-progress"],
                           cwd=REPO, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr
@@ -84,17 +84,17 @@ def test_outputs_account_for_every_game_and_the_model_moved(start, in_process):
         versus = entry["vs_reference"]
         assert versus["wins"] + versus["draws"] + versus["losses"] == CFG.eval_games
         assert versus["win_rate"] == versus["wins"] / CFG.eval_games
-    assert stats["games"] == stats["white_wins"] + stats["draws"] + stats["black_wins"] == 24
+    assert stats["games"] == stats["white_wins"] + stats["draws"] + stats["black_wins"] == 16
     assert 0 < stats["illegal_attempt_rate"] <= 1 and stats["plies"]["total"] > 0
     on_disk = json.loads((out / "stats.json").read_text())
-    assert on_disk["games"] == 24 and on_disk["dataset_fingerprint"] == stats["dataset_fingerprint"]
+    assert on_disk["games"] == 16 and on_disk["dataset_fingerprint"] == stats["dataset_fingerprint"]
 
     pgn = (out / "games.pgn").read_bytes()
     manifest = dataset.manifest(out / "dataset")
     assert manifest["inputs"][0]["sha256"] == sha256_file(out / "games.pgn")
-    assert manifest["inputs"][0]["games_seen"] == manifest["inputs"][0]["accepted"] == 24
+    assert manifest["inputs"][0]["games_seen"] == manifest["inputs"][0]["accepted"] == 16
     rows = [row for split in ("train", "validation", "test") for row in dataset.games(out / "dataset", split)]
-    assert sorted(meta["source_index"] for _, meta in rows) == list(range(24))
+    assert sorted(meta["source_index"] for _, meta in rows) == list(range(16))
     for tokens, meta in rows:  # each row is the game its offset points at in games.pgn
         game = chess.pgn.read_game(io.StringIO(pgn[meta["source_offset"]:].decode()))
         assert [m.uci() for m in decode_game(tokens)] == [m.uci() for m in game.mainline_moves()]
@@ -124,6 +124,8 @@ def test_a_checkpoint_of_another_run_is_refused_or_replaced(start, in_process, t
     saved = in_process[0] / "rl.pt"
     with pytest.raises(ResumeRefused, match=r"config\.lr"):
         run_selfplay(start, tmp_path, replace(CFG, lr=2e-3), Execution(workers=0), resume=str(saved))
+    with pytest.raises(ResumeRefused, match="2 iterations done, only 1 asked for"):
+        run_selfplay(start, tmp_path, replace(CFG, iterations=1), Execution(workers=0), resume=str(saved))
     logged = []
     (tmp_path / "rl.pt").write_bytes(saved.read_bytes())
     run_selfplay(start, tmp_path, replace(CFG, iterations=1, kl_coef=0.5), Execution(workers=0), log=logged.append)
