@@ -67,6 +67,7 @@ def _check_game(game, max_plies: int) -> None:
     assert game.model_moves == len(model_turns)
 
 
+@pytest.mark.slow
 def test_random_match_is_legal_paired_alternating_and_reproducible(model):
     config = ArenaConfig(games=6, max_plies=80, seed=3, concurrency=4)  # two batches: 4 + 2 games
     games = play_match(model, Opponent.random(), config)

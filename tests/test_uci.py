@@ -78,6 +78,7 @@ def test_full_games_through_python_chess_against_random_and_stockfish(tiny_check
                 assert board.outcome(claim_draw=True).winner is not model_white  # random weights lose
 
 
+@pytest.mark.slow
 def test_raw_protocol_survives_garbage_and_answers_every_case(tiny_checkpoint):
     fen = "6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1"  # unreachable from the start; Ra8 mates
     lines = ["uci", "isready", "garbage line ~~~", "setoption name Nope value 1", "setoption nonsense",
