@@ -5,7 +5,8 @@ which inputs, code and params, with which hashes. No DVC import (chesscore stays
     [(stage, out)] = lock.outputs("data/train/best.pt")
     md5_now = dvc_md5(Path("data/dataset"))   # the same hash DVC records (files and folders)
 
-DVC 3 hashes a file as the md5 of its bytes, and a folder as the md5 of a JSON listing of its
+Both dvc.lock and params.yaml are read as YAML 1.2, as DVC reads them (PyYAML's YAML 1.1 would
+read a `1e-05` that DVC wrote as a string). DVC 3 hashes a file as the md5 of its bytes, and a folder as the md5 of a JSON listing of its
 files' md5s (sorted by relative path) with ".dir" appended; `dvc_md5` recomputes both.
 """
 
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import yaml
+from ruamel.yaml import YAML
 
 
 def file_digest(path: Path, algorithm: str = "md5") -> str:
@@ -66,7 +67,7 @@ class Lock:
         path = Path(root) / "dvc.lock"
         if not path.is_file():
             return None
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = _load(path) or {}
         return cls(Path(root), data.get("stages") or {})
 
     def outputs(self, path: str) -> list[tuple[str, dict[str, Any]]]:
@@ -86,6 +87,10 @@ class Lock:
         return list((self.stages.get(stage, {}).get("params") or {}).keys())
 
 
+def _load(path: Path) -> Any:
+    return YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
+
+
 def _flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     flat = {}
     for key, value in values.items():
@@ -99,7 +104,7 @@ def _flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def current_params(root: Path, params_file: str, keys: list[str]) -> dict[str, Any]:
     """The current value of each dotted key in a params file (a missing key maps to KeyError)."""
-    data = yaml.safe_load((root / params_file).read_text(encoding="utf-8")) or {}
+    data = _load(root / params_file) or {}
     values: dict[str, Any] = {}
     for key in keys:
         node: Any = data
