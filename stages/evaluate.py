@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
                        "parameters": model.num_parameters()},
         "dataset": {"path": str(args.dataset), "fingerprint": manifest["fingerprint"], "check": check},
         "test_split": {"read_by": "evaluate", "games_in_split": split_size, "games_evaluated": len(games),
-                       "sample": (f"all games" if config.games is None or config.games >= split_size else
+                       "sample": ("all games" if config.games is None or config.games >= split_size else
                                   f"the {config.games} smallest sha256(seed:game_id), seed {config.seed}")},
         **results,
     }
@@ -125,8 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     k = config.top_k
     print(f"\nevaluate: {args.checkpoint} on {args.dataset} (test split, {len(games)} of {split_size} games, "
           f"{free['positions']:,} positions) in {seconds:.1f} s ({free['positions'] / seconds:.0f} positions/s)")
-    print(f"  move matching (legal-masked): top-1 {free['top1']:.1%}  top-{k} {free[f'top{k}']:.1%}")
-    print(f"  own greedy move legal: {free['move_legal']:.1%} (source {free['source_legal']:.1%}, "
+    print(f"  move matching (legal-masked): top-1 {_pct(free['top1'])}  top-{k} {_pct(free[f'top{k}'])}")
+    print(f"  own greedy move legal: {_pct(free['move_legal'])} (source {_pct(free['source_legal'])}, "
           f"destination {_pct(free['destination_legal'])}, promotion {_pct(free['promotion_legal'])})")
     print(f"  teacher-forced: NLL {tf['nll']:.3f} nats/token, source accuracy {_pct(tf['phase_accuracy']['source'])}, "
           f"illegal probability {tf['illegal_probability']:.4f}")
