@@ -1,18 +1,20 @@
 """The whole validate+convert path against (a) a plain python-chess loop and (b) pgn-extract, per core.
 
-    python bench/convert.py                        # ~100k games at 4x; a few minutes on 2 cores
-    python bench/convert.py --copies 5 --baseline-games 500      # a quick look
+    python bench/convert.py                        # ~50k games at 1x, ~190k at 4x; minutes on 2 cores
+    python bench/convert.py --copies 3 --baseline-games 500      # a quick look
 
-Input: the shared corpus's real Lichess games (999, with clocks), copied `copies` times; copy k
-drops the last k plies of every game and gives it a new Lichess id, so no game repeats (dedup
-has nothing to remove). Written once under bench/out/ as .pgn.zst (what we read) and .pgn (what
+Input: the shared corpus's real Lichess games (999, with clocks) and the embedded sample (3,515
+Stockfish games in the dump format, 3.5% broken), copied `copies` times (1x) and 4 x `copies`
+times (4x); copy k drops the last k plies of every game and gives it a new Lichess id, so games
+do not repeat. Written once under bench/out/ as .pgn.zst (what we read) and .pgn (what
 pgn-extract and python-chess read; their decompression is not counted, ours is).
 
 Measured, each in its own process, CPU time = user + sys of the process and its children:
   ours         python -m stages.validate then stages.convert (--workers 1), on 1x and 4x the input
   python-chess chess.pgn.read_game + replaying every move on a Board (on --baseline-games games)
   pgn-extract  pgn-extract -r (parse and check every move, report errors, write nothing), on 4x
-games/s per core = games / CPU seconds. Peak RSS of ours at 1x and 4x shows memory flat in input
+games/s per core = games / CPU seconds, whole processes (interpreter start and imports included);
+"marginal" is (games 4x - games 1x) / (CPU 4x - CPU 1x), the rate once started. Peak RSS of ours at 1x and 4x shows memory flat in input
 size (convert buffers at most one shard per split: shard_games is set to 10000 here). A last run
 with --workers 2 shows wall-clock scaling. Targets: ours >= 20x python-chess, >= 1x pgn-extract.
 """
@@ -35,6 +37,7 @@ import zstandard
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out" / "convert"
 CORPUS = ROOT.parent / "shared" / "pgn-corpus" / "kdave__pgn-toys__lichess.pgn"
+SAMPLE = ROOT / "data" / "raw" / "lichess_sample.pgn.zst"
 PGN_EXTRACT = shutil.which("pgn-extract") or "/usr/games/pgn-extract"
 _TOKEN = re.compile(r"\{[^}]*\}|\S+")
 _MOVE_NUMBER = re.compile(r"^\d+\.+$")
@@ -56,20 +59,33 @@ def truncated(game: str, drop: int, copy: int, number: int) -> str | None:
     return f"{head}\n\n{' '.join(tokens[:end] + [tokens[-1]])}\n\n"
 
 
+def base_games() -> list[str]:
+    """The corpus's real Lichess games, then the embedded sample's (Stockfish games in the dump
+    format, some broken on purpose), as texts."""
+    texts = [CORPUS.read_text(encoding="utf-8")]
+    if SAMPLE.is_file():
+        with open(SAMPLE, "rb") as f:
+            texts.append(zstandard.ZstdDecompressor().stream_reader(f, read_across_frames=True).read()
+                         .decode("utf-8", errors="replace"))
+    games = [g for text in texts for g in re.split(r"\n\n(?=\[Event )", text) if g.strip()]
+    return [g if g.endswith("\n") else g + "\n" for g in games]
+
+
 def build_input(copies: int) -> tuple[Path, Path, int]:
-    pgn, zst = OUT / f"lichess-x{copies}.pgn", OUT / f"lichess-x{copies}.pgn.zst"
-    count = OUT / f"lichess-x{copies}.count"
+    """Copies 0..copies-1 of every base game, copy k without its last k plies."""
+    pgn, zst = OUT / f"games-x{copies}.pgn", OUT / f"games-x{copies}.pgn.zst"
+    count = OUT / f"games-x{copies}.count"
     if zst.is_file() and pgn.is_file() and count.is_file():
         return pgn, zst, int(count.read_text())
     OUT.mkdir(parents=True, exist_ok=True)
-    games = [g for g in re.split(r"\n\n(?=\[Event )", CORPUS.read_text(encoding="utf-8")) if g.strip()]
-    games = [g if g.endswith("\n") else g + "\n" for g in games]
+    games = base_games()
     written = 0
     with open(pgn, "w", encoding="utf-8") as plain, open(zst, "wb") as raw, \
             zstandard.ZstdCompressor(level=3).stream_writer(raw) as packed:
         for copy in range(copies):
-            text = "".join(t for n, g in enumerate(games) if (t := truncated(g, copy, copy, n)))
-            written += text.count("\n[Event ") + text.startswith("[Event ")
+            kept = [t for n, g in enumerate(games) if (t := truncated(g, copy, copy, n))]
+            written += len(kept)
+            text = "".join(kept)
             plain.write(text)
             packed.write(text.encode())
     count.write_text(str(written))
@@ -116,7 +132,7 @@ def ours(zst: Path, name: str, workers: int) -> dict:
 PYTHON_CHESS_LOOP = """
 import sys, chess.pgn
 limit, n = int(sys.argv[2]), 0
-with open(sys.argv[1], encoding="utf-8") as f:
+with open(sys.argv[1], encoding="utf-8", errors="replace") as f:
     while n < limit and (game := chess.pgn.read_game(f)) is not None:
         board = game.board()
         for move in game.mainline_moves():
@@ -142,7 +158,7 @@ def pgn_extract(pgn: Path, games: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--copies", type=int, default=25, help="copies of the 999-game corpus file in 1x")
+    parser.add_argument("--copies", type=int, default=12, help="copies of the ~4,500 base games in 1x")
     parser.add_argument("--baseline-games", type=int, default=2000, help="games for the python-chess loop")
     args = parser.parse_args(argv)
     if not CORPUS.is_file():
@@ -172,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     for name, run, per_core, rss in rows:
         print(f"{name:<22}{run['games']:>10,}{run['cpu']:>9.2f}{run['wall']:>9.2f}{per_core:>14,.0f}{rss:>13.0f}")
     vs_chess, vs_extract = rate["ours"] / rate["python-chess loop"], rate["ours"] / rate["pgn-extract -r"]
+    marginal = (four["games"] - one["games"]) / (four["cpu"] - one["cpu"])
+    print(f"ours, marginal 1x -> 4x: {marginal:,.0f} games/s per core "
+          f"({marginal / rate['pgn-extract -r']:.2f}x pgn-extract)")
     print(f"ours / python-chess loop = {vs_chess:.1f}x per core (target >= 20x)")
     print(f"ours / pgn-extract -r    = {vs_extract:.2f}x per core (target >= 1x)")
     print(f"peak RSS 4x / 1x: validate {four['rss_validate'] / one['rss_validate']:.2f}, "

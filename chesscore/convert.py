@@ -93,7 +93,9 @@ def run_convert(validated: Path, out: Path, config: ConvertConfig, workers: int 
     counts = dict.fromkeys(range(len(SPLITS)), 0)
     shards: list[Future] = []
     seen, leaks = SeenKeys(), 0
-    with ThreadPoolExecutor(max(1, workers)) as pool, pa.memory_map(str(validated / validate_run.GAMES)) as f:
+    # Read (not memory-map) the validated games: pages of a map stay resident, so RSS would
+    # grow with the input; read batches are freed once split into shards.
+    with ThreadPoolExecutor(max(1, workers)) as pool, pa.OSFile(str(validated / validate_run.GAMES)) as f:
         def flush(split: int, final: bool) -> None:
             table = pa.Table.from_batches(pending[split]) if pending[split] else None
             while table is not None and (table.num_rows >= config.shard_games or (final and table.num_rows)):

@@ -51,6 +51,12 @@ class SeenKeys:
         if len(self._recent) >= self._flush:
             self._merge()
 
+    def add_new(self, keys: np.ndarray, tags: np.ndarray) -> None:
+        """Remember keys known to be unseen and distinct (the caller checked with lookup)."""
+        self._recent.update(zip(np.asarray(keys, np.uint64).tolist(), np.asarray(tags, np.int64).tolist()))
+        if len(self._recent) >= self._flush:
+            self._merge()
+
     def _merge(self) -> None:
         keys = np.fromiter(self._recent.keys(), np.uint64, len(self._recent))
         tags = np.fromiter(self._recent.values(), np.int64, len(self._recent))

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import zstandard
 
-BLOCK = 1 << 20  # compressed bytes read at a time
+BLOCK = 1 << 20  # bytes of a plain file read at a time
+COMPRESSED_BLOCK = 1 << 16  # of a compressed one: PGN inflates 5-15x, keep each output small
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 GZIP_MAGIC = b"\x1f\x8b"
 BZIP2_MAGIC = b"BZh"
@@ -69,10 +70,11 @@ def _decompressor(kind: str):
     return bz2.BZ2Decompressor()
 
 
-def read_blocks(path: Path, block: int = BLOCK, on_read: Callable[[int], None] | None = None) -> Iterator[bytes]:
-    """The decompressed bytes of a file, block by block, across concatenated frames/members.
-    on_read(n) is told each time n more bytes of the file have been read."""
+def read_blocks(path: Path, block: int | None = None, on_read: Callable[[int], None] | None = None) -> Iterator[bytes]:
+    """The decompressed bytes of a file, block by block (`block` bytes of the file at a time),
+    across concatenated frames/members. on_read(n) is told each time n more bytes are read."""
     kind = compression(path)
+    block = block or (BLOCK if kind == "none" else COMPRESSED_BLOCK)
     with open(path, "rb") as f:
         if kind == "none":
             while data := f.read(block):

@@ -14,9 +14,10 @@ Lines may be indented, end in CRLF, carry a BOM, or hold tags and moves together
 not include [Event]. Bytes outside games are blank lines only, so every byte of the input is
 in some game: nothing is dropped unseen.
 
-Typical Lichess games (a tag paragraph, a blank line, a movetext paragraph) are classified a
-paragraph at a time by C-speed scans; anything unusual is walked line by line. Both paths apply
-the same rules (a test checks that they agree on every split).
+Typical Lichess games (a tag paragraph, a blank line, a movetext paragraph) are found a buffer
+at a time with numpy (chesscore.pgn_fastsplit); from the first game that is not of that plain
+layout on, paragraphs are classified by C-speed scans and anything unusual is walked line by
+line. All paths apply the same rules (a test checks that they agree on every split).
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
+import numpy as np
+
+from chesscore.pgn_fastsplit import plain_games
+
+_NONE = np.zeros(0, np.int64)
 MAX_GAME_BYTES = 8 << 20  # no real game comes near; past this the text is skipped and rejected
 BOM = b"\xef\xbb\xbf"
 _SUSPECT_LINE = re.compile(rb"\n[ \t\f\v]*(?:\n|\[|$|\xef\xbb\xbf)")  # a blank, tag or BOM line in movetext
@@ -58,6 +64,31 @@ def _comment_after(line: bytes, in_comment: bool) -> bool:
             in_comment, at = True, brace + 1
 
 
+def _tag_paragraph(para: bytes) -> bool:
+    """Only tag lines, each `[...]` ending in '"]' (what the line walk reads as tags alone)."""
+    return para[:1] == b"[" and para.endswith(b'"]') and para.count(b"\n") == para.count(b'"]\n[')
+
+
+def _text_paragraph(para: bytes) -> bool:
+    """Movetext with nothing the line walk would treat differently: no line that is blank, a
+    tag or a BOM, and no {comment} open at its end (comments do not nest: the last brace tells).
+    The caller rules out CR, ; comments and BOMs."""
+    if para[:1] in b" \t\f\v\r\n\xef[" or para.rfind(b"{") > para.rfind(b"}"):
+        return False
+    return b"\n" not in para or not _SUSPECT_LINE.search(para)
+
+
+def plain_movetext(data: bytes) -> int:
+    """Where the movetext starts if a game's text is of the plain layout (a tag paragraph, one
+    blank line, one movetext paragraph), else 0. A property of the text alone."""
+    blank = data.find(b"\n\n")
+    if blank <= 0 or b"\r" in data or b";" in data or b"\xef" in data:
+        return 0
+    moves = data[blank + 2:].rstrip(b"\n")
+    ok = moves and b"\n\n" not in moves and _tag_paragraph(data[:blank]) and _text_paragraph(moves)
+    return blank + 2 if ok else 0
+
+
 class _Scanner:
     """Walks paragraphs and lines of a buffer that begins at a game (or file) start and records
     where games start."""
@@ -66,8 +97,6 @@ class _Scanner:
         self.buf, self.fast = buf, fast
         self.starts: list[int] = []
         self.odd: set[int] = set()  # starts of games with tags and moves on one line
-        self.movetext: dict[int, int] = {}  # start of a plain-layout game -> start of its movetext
-        self.plain_tags = False  # the open game so far is one tag paragraph, read by the fast path
         # Buffer-wide, so most paragraphs need not be searched for these one by one.
         self.no_oddities = b"\r" not in buf and b";" not in buf and BOM not in buf
         self.has_text = False  # the open game has movetext
@@ -78,7 +107,7 @@ class _Scanner:
 
     def _start(self, pos: int) -> None:
         self.starts.append(pos)
-        self.has_text, self.tag_spans, self.names, self.plain_tags = False, [], None, False
+        self.has_text, self.tag_spans, self.names = False, [], None
 
     def _tags(self, start: int, end: int) -> None:
         if not self.starts or self.has_text:
@@ -111,31 +140,17 @@ class _Scanner:
             self.after_blank = True
             if fast and not self.in_comment:
                 if para[:1] == b"[":
-                    if para.endswith(b'"]') and para.count(b"\n") == para.count(b'"]\n['):
-                        opens_game = not self.starts or self.has_text
+                    if _tag_paragraph(para):
                         self._tags(start, start + len(para))
-                        self.plain_tags = opens_game and self.starts[-1] == start
                         continue
                 elif self._plain_text(para):
-                    if self.plain_tags and not self.has_text:
-                        self.movetext[self.starts[-1]] = start
                     self._text(start)
                     continue
-            self.plain_tags = False
             self._lines(start, para)
         return self.starts
 
     def _plain_text(self, para: bytes) -> bool:
-        """Movetext with nothing the line walk would treat differently: no line that is blank,
-        a tag or a BOM, no CR, no ; comment, and no {comment} open at its end (comments do not
-        nest, so the last brace tells)."""
-        if para[:1] in b" \t\f\v\r\xef":
-            return False
-        if not self.no_oddities and (b"\r" in para or b";" in para or BOM in para):
-            return False
-        if para.rfind(b"{") > para.rfind(b"}"):  # the last brace opens a comment: it goes on
-            return False
-        return b"\n" not in para or not _SUSPECT_LINE.search(para)
+        return (self.no_oddities or not (b"\r" in para or b";" in para or BOM in para)) and _text_paragraph(para)
 
     def _lines(self, start: int, para: bytes) -> None:
         for line in para.split(b"\n"):
@@ -193,15 +208,19 @@ def split_games(blocks: Iterable[bytes], max_game_bytes: int = MAX_GAME_BYTES,
         end = len(buf) if last else max(buf.rfind(b"\n\n"), buf.rfind(b"\n\r\n"))
         if end <= 0:
             continue
-        scanner = _Scanner(buf, fast)
-        starts = scanner.scan(end)
+        plain, plain_moves, resume = plain_games(buf, end) if fast else (_NONE, _NONE, 0)
+        scanner = _Scanner(buf[resume:] if resume else buf, fast)  # walks on where the plain games end
+        starts = plain.tolist() + [resume + start for start in scanner.scan(end - resume)]
         if not starts:  # only blank lines so far
             base, buf = base + end, buf[end:]
             continue
+        movetext = dict(zip(starts, (plain_moves - plain).tolist()))  # the rest: checked one by one
+        odd = {resume + start for start in scanner.odd}
         ends = starts[1:] + ([len(buf)] if last else [])
         for begin, finish in zip(starts, ends):
-            yield RawGame(index, base + begin, buf[begin:finish], odd=begin in scanner.odd,
-                          movetext=scanner.movetext.get(begin, begin) - begin)
+            data = buf[begin:finish]
+            at = movetext.get(begin)
+            yield RawGame(index, base + begin, data, odd=begin in odd, movetext=plain_movetext(data) if at is None else at)
             index += 1
         if not last:
             base, buf = base + starts[-1], buf[starts[-1]:]

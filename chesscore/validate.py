@@ -20,6 +20,7 @@ Duplicates are found across batches and files by the caller (chesscore.validate_
 
 from __future__ import annotations
 
+import gc
 import hashlib
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -136,6 +137,18 @@ def _filtered(config: ValidateConfig, headers: dict[str, str]) -> tuple[str, str
 
 def validate_batch(job: BatchJob) -> BatchResult:
     """Decode, parse and judge a batch of games of one file; build rows for the accepted."""
+    # Nothing here makes reference cycles, so the cycle collector would only rescan the
+    # thousands of fresh header dicts over and over (about a tenth of the time): pause it.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _validate_batch(job)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _validate_batch(job: BatchJob) -> BatchResult:
     texts, raws, rejects, movetext_at = [], [], [], []
     for game in job.games:
         if game.problem:

@@ -148,7 +148,7 @@ class _RowWriter:
     """An Arrow IPC file written in record batches of exactly `rows` rows (the last may be
     shorter), so the bytes depend on the rows alone, not on how the work was batched."""
 
-    def __init__(self, path: Path, schema: pa.Schema, rows: int = 1 << 16) -> None:
+    def __init__(self, path: Path, schema: pa.Schema, rows: int = 1 << 13) -> None:
         self.sink = pa.OSFile(str(path), "wb")
         self.writer = pa.ipc.new_file(self.sink, schema)
         self.schema, self.rows = schema, rows
@@ -189,28 +189,8 @@ class _Merger:
         entry = self.inputs[number]
         rows, rejects = result.rows, list(result.rejects)
         keep = np.ones(rows.num_rows, bool)
-        if rows.num_rows:
-            index, offset = rows["source_index"].to_numpy(), rows["source_offset"].to_numpy()
-            game_ids = rows["game_id"].to_pylist()
-            found_ids, found_moves = self.ids.lookup(result.id_keys), self.moves.lookup(result.move_keys)
-            local_ids: dict[int, int] = {}
-            local_moves: dict[int, int] = {}
-            for i in range(rows.num_rows):
-                id_key, move_key = int(result.id_keys[i]), int(result.move_keys[i])
-                first_id = (found_ids[i] if found_ids[i] >= 0 else local_ids.get(id_key, -1)) if id_key else -1
-                first_moves = found_moves[i] if found_moves[i] >= 0 else local_moves.get(move_key, -1)
-                if first_id >= 0 or first_moves >= 0:
-                    keep[i] = False
-                    what, tag = ("game id", first_id) if first_id >= 0 else ("moves", first_moves)
-                    rejects.append((int(index[i]), int(offset[i]), game_ids[i], "duplicate",
-                                    f"same {what} as {self._where(tag)}"))
-                    continue
-                tag = (number << _INDEX_BITS) | int(index[i])
-                if id_key:
-                    local_ids[id_key] = tag
-                    self.ids.add(id_key, tag)
-                local_moves[move_key] = tag
-                self.moves.add(move_key, tag)
+        if rows.num_rows and not self._all_new(number, rows, result):
+            self._dedup_one_by_one(number, rows, result, keep, rejects)
             rejects.sort()
         if not keep.all():
             rows = rows.filter(pa.array(keep))
@@ -227,6 +207,44 @@ class _Merger:
         entry["accepted"] += rows.num_rows
         entry["rejected"].update(reject[3] for reject in rejects)
         entry["reference_reads"] += result.reference_reads
+
+    def _all_new(self, number: int, rows: pa.RecordBatch, result: BatchResult) -> bool:
+        """The common case, vectorised: no row repeats an earlier game or another row. If so,
+        remember them all and say True; otherwise change nothing."""
+        has_id = result.id_keys != 0
+        ids, moves = result.id_keys[has_id], result.move_keys
+        if (len(np.unique(ids)) < len(ids) or len(np.unique(moves)) < len(moves)
+                or (self.ids.lookup(ids) >= 0).any() or (self.moves.lookup(moves) >= 0).any()):
+            return False
+        tags = (number << _INDEX_BITS) | rows["source_index"].to_numpy()
+        self.ids.add_new(ids, tags[has_id])
+        self.moves.add_new(moves, tags)
+        return True
+
+    def _dedup_one_by_one(self, number: int, rows: pa.RecordBatch, result: BatchResult, keep: np.ndarray,
+                          rejects: list) -> None:
+        """In input order, the first occurrence wins: later rows with a seen id or moves are rejects."""
+        index, offset = rows["source_index"].to_numpy(), rows["source_offset"].to_numpy()
+        game_ids = rows["game_id"].to_pylist()
+        found_ids, found_moves = self.ids.lookup(result.id_keys), self.moves.lookup(result.move_keys)
+        local_ids: dict[int, int] = {}
+        local_moves: dict[int, int] = {}
+        for i in range(rows.num_rows):
+            id_key, move_key = int(result.id_keys[i]), int(result.move_keys[i])
+            first_id = (found_ids[i] if found_ids[i] >= 0 else local_ids.get(id_key, -1)) if id_key else -1
+            first_moves = found_moves[i] if found_moves[i] >= 0 else local_moves.get(move_key, -1)
+            if first_id >= 0 or first_moves >= 0:
+                keep[i] = False
+                what, tag = ("game id", first_id) if first_id >= 0 else ("moves", first_moves)
+                rejects.append((int(index[i]), int(offset[i]), game_ids[i], "duplicate",
+                                f"same {what} as {self._where(tag)}"))
+                continue
+            tag = (number << _INDEX_BITS) | int(index[i])
+            if id_key:
+                local_ids[id_key] = tag
+                self.ids.add(id_key, tag)
+            local_moves[move_key] = tag
+            self.moves.add(move_key, tag)
 
     def _where(self, tag: int) -> str:
         return f"game {tag & ((1 << _INDEX_BITS) - 1)} of {self.inputs[tag >> _INDEX_BITS]['path']}"

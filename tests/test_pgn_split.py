@@ -103,12 +103,30 @@ LINES = [b'[Event "Rated Blitz game"]', b'[Site "https://lichess.org/abcdefgh"]'
          b"%escape line", b"", b"", b"   ", b"[not a tag", b"} stray", BOM + b'[Event "x"]']
 
 
+PLAIN = [b'[Event "Rated Blitz game"]\n[Site "https://lichess.org/abcdefgh"]\n[Result "1-0"]\n\n'
+         b"1. e4 { [%clk 0:03:00] } 1... e5 { [%clk 0:02:59] } 1-0\n\n",
+         b'[Event "x"]\n[Result "*"]\n\n1. d4 d5 *\n\n', b'[Round "2"]\n\n0-1\n\n']
+
+
+def chunks(parts: list[bytes], newline: bytes) -> bytes:
+    return b"".join(p if p in PLAIN else p + newline for p in parts)
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(LINES), max_size=30), st.sampled_from([b"\n", b"\r\n"]),
+@given(st.lists(st.sampled_from(LINES + PLAIN * 4), max_size=30), st.sampled_from([b"\n", b"\r\n"]),
        st.integers(1, 64), st.booleans())
-def test_fast_path_agrees_with_the_line_walk_for_any_blocks(lines, newline, block, final_newline):
-    data = newline.join(lines) + (newline if final_newline else b"")
+def test_fast_paths_agree_with_the_line_walk_for_any_blocks(parts, newline, block, final_newline):
+    data = chunks(parts, newline)
+    data = data if final_newline else data.rstrip(b"\n")
     reference = games_of(data, fast=False)
     assert games_of(data) == reference
     assert games_of(data, block=block) == reference
     check_covers(data, reference)
+    whole = list(split_games([data]))
+    assert [g.movetext for g in whole] == [g.movetext for g in split_games([data[i:i + block] for i in
+                                                                            range(0, len(data), block)])]
+    for game in whole:
+        if game.movetext:  # the plain layout: tag lines, one blank line, movetext with no tag line
+            head, moves = game.data[:game.movetext], game.data[game.movetext:]
+            assert head.endswith(b'"]\n\n') and all(line.startswith(b"[") for line in head[:-2].split(b"\n"))
+            assert moves[:1] not in (b"[", b"\n", b" ") and b"\n[" not in moves.rstrip(b"\n")

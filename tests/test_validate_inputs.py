@@ -109,3 +109,31 @@ def test_cli_summarises_bad_input_without_a_traceback_and_strict_fails_after_wri
     assert missing.returncode == 65 and "nowhere: no such file" in missing.stderr and "Traceback" not in missing.stderr
     helped = stage("--help", cwd=tmp_path)
     assert helped.returncode == 0 and "--workers" in helped.stdout
+
+
+SAMPLE = ROOT / "data" / "raw" / "lichess_sample.pgn.zst"
+# The sample's README names each broken game's kind; the reason our rules give each kind.
+SAMPLE_REASONS = {"illegal_move": "illegal_move", "null_move": "null_move", "truncated": "no_result",
+                  "truncated_eof": "no_result", "no_result": "no_result", "setup": "setup_position",
+                  "from_position": "setup_position", "chess960": "variant", "crazyhouse": "variant",
+                  "no_moves": "no_moves", "result_mismatch": "result_mismatch", "result_vs_board": "result_mismatch",
+                  "duplicate_site": "duplicate", "duplicate_moves": "duplicate", "non_utf8": "unparsable",
+                  "too_long": "too_long"}
+
+
+def test_embedded_sample_rejects_exactly_its_broken_games(tmp_path):
+    if not SAMPLE.is_file():
+        pytest.skip(f"the embedded sample {SAMPLE} is not there yet")
+    table = (SAMPLE.parent / "README.md").read_text(encoding="utf-8").split("| index | Site id | kind | detail |")[1]
+    broken = {int(cells[1]): (cells[2], cells[3]) for line in table.splitlines()
+              if len(cells := [c.strip() for c in line.split("|")]) > 4 and cells[1].isdigit()}
+    report = run_validate([SAMPLE], tmp_path / "out", ValidateConfig())
+    rejects = {r["game_index"]: r for r in read(tmp_path / "out", REJECTS)}
+    for index, (site, kind) in broken.items():
+        assert index in rejects, f"broken game {index} ({kind}) was accepted"
+        assert rejects[index]["reason"] == SAMPLE_REASONS[kind], (index, kind, rejects[index])
+        assert kind == "non_utf8" or rejects[index]["game_id"] == site
+    others = {r["reason"] for i, r in rejects.items() if i not in broken}
+    assert others <= {"filtered:termination", "too_short"}, others  # abandoned games and the like
+    assert report["games_seen"] == report["accepted"] + report["rejected"] and report["accepted"] > 3000
+    assert len(broken) >= 100 and report["file_errors"] == []
