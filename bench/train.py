@@ -1,7 +1,7 @@
 """Length buckets against random batches: padding, and useful tokens/s of a small model on CPU.
 
     python bench/train.py                      # the embedded sample's dataset (dvc repro convert)
-    python bench/train.py --dataset DIR --config demo --steps 30
+    python bench/train.py --dataset DIR --config demo --steps 40 --threads 1
 
 Input: the train split of a converted dataset (default data/dataset, the embedded sample);
 where that is absent, the shared corpus's real Lichess games. Measured in this run:
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -61,18 +62,21 @@ def padding(lengths: np.ndarray, micro: int, world: int, pool: int, epochs: int 
                           for e in range(epochs)]))
 
 
-def tokens_per_second(data: TrainData, config: TrainConfig, steps: int) -> tuple[float, float]:
-    """(useful, padded) target tokens/s over `steps` real steps after 3 warm-up steps."""
+def tokens_per_second(data: TrainData, config: TrainConfig, steps: int) -> tuple[float, float, float]:
+    """(useful/s, padded/s, useful per CPU second) over `steps` real steps after 3 warm-up
+    steps. CPU time (all threads) is what a shared machine cannot inflate."""
     with tempfile.TemporaryDirectory() as output:
         trainer = Trainer(config, data, Path(output), setup("cpu"), resume="none")
         bar = tqdm(disable=True)
         for _ in range(3):
             trainer.train_step(bar)
         trainer.totals = {"useful": 0.0, "padded": 0.0, "seconds": 0.0, "updates": 0}
+        cpu = time.process_time()
         for _ in range(steps):
             trainer.train_step(bar)
+        cpu = time.process_time() - cpu
         t = trainer.totals
-        return t["useful"] / t["seconds"], t["padded"] / t["seconds"]
+        return t["useful"] / t["seconds"], t["padded"] / t["seconds"], t["useful"] / cpu
 
 
 def main() -> int:
@@ -80,8 +84,12 @@ def main() -> int:
     parser.add_argument("--dataset", type=Path, default=ROOT / "data" / "dataset")
     parser.add_argument("--config", default="demo", help="model config for the speed part")
     parser.add_argument("--micro", type=int, default=16)
-    parser.add_argument("--steps", type=int, default=20, help="timed steps per variant")
+    parser.add_argument("--steps", type=int, default=40, help="timed steps per variant")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads (1 makes CPU seconds exact on a shared machine)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     data, source = load(args.dataset)
     lengths = np.asarray(data.train.lengths())
     print(f"input: {source}; tokens per game: median {int(np.median(lengths))}, max {int(lengths.max())}")
@@ -94,12 +102,12 @@ def main() -> int:
               f"-> {shuffled / max(bucketed, 1e-9):5.1f}x less padding; target <= 5%: {verdict}")
     print(f"\nuseful tokens/s, model {args.config}, {args.micro} games per step, {args.steps} steps each")
     base = TrainConfig(model=args.config, micro=args.micro, epochs=1, seed=2026)
-    useful_b, padded_b = tokens_per_second(data, base, args.steps)
+    useful_b, padded_b, cpu_b = tokens_per_second(data, base, args.steps)
     shuffled = TrainConfig(model=args.config, micro=args.micro, epochs=1, seed=2026, bucket_pool_batches=1)
-    useful_s, padded_s = tokens_per_second(data, shuffled, args.steps)
-    print(f"  length buckets        {useful_b:9.0f} useful/s  ({padded_b:9.0f} padded/s)")
-    print(f"  shuffled (baseline)   {useful_s:9.0f} useful/s  ({padded_s:9.0f} padded/s)")
-    print(f"  -> {useful_b / useful_s:.2f}x useful tokens/s with buckets")
+    useful_s, padded_s, cpu_s = tokens_per_second(data, shuffled, args.steps)
+    print(f"  length buckets        {useful_b:9.0f} useful/s  ({padded_b:9.0f} padded/s)  {cpu_b:9.0f} useful per CPU s")
+    print(f"  shuffled (baseline)   {useful_s:9.0f} useful/s  ({padded_s:9.0f} padded/s)  {cpu_s:9.0f} useful per CPU s")
+    print(f"  -> {useful_b / useful_s:.2f}x useful tokens/s, {cpu_b / cpu_s:.2f}x per CPU second, with buckets")
     return 0
 
 
