@@ -58,6 +58,11 @@ class GameRecord:
     seed: int  # the sampler seed of the batch it was played in
     index: int  # its place in that batch
 
+    @property
+    def illegal_attempts(self) -> int:
+        """Moves of the game where the mover's unmasked sample would have been illegal."""
+        return self.illegal_white + self.illegal_black
+
     def score(self, side: str) -> float | None:
         """1, 0.5 or 0 for the player `side` (from white's view if it played both colours)."""
         if side not in (self.white, self.black):

@@ -163,6 +163,7 @@ def run_selfplay(checkpoint_path: Path, out: Path, cfg: RunConfig, execution: Ex
     if len(history) < cfg.iterations:
         with SelfPlayPool(execution.workers, execution.threads_per_worker, execution.backend,
                           execution.progress) as pool:
+            pool.pids()  # wait for the workers to start, so the first iteration's moves/s is honest
             for k in range(len(history), cfg.iterations):
                 entry, records, timings[k] = _iteration(k, pool, model, reference, opponent, optimizer, cfg)
                 history.append(entry)

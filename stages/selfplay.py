@@ -50,7 +50,7 @@ def summary(stats: dict[str, Any], args: argparse.Namespace) -> str:
     e = stats["execution"]
     lines = [f"selfplay: {args.checkpoint} -> {args.out}: {stats['iterations']} iteration(s), {stats['games']} games, "
              f"{e['workers']} worker(s) x {e['threads_per_worker']} thread(s), backend {e['backend']}",
-             "  iter  mean reward  KL/move   vs supervised: W-D-L   score   Elo [95%]"]
+             "  iter  decisive  mean reward  KL/move   vs supervised: W-D-L   score   Elo [95%]"]
     for entry in stats["per_iteration"]:
         u, v = entry["update"], entry.get("vs_reference")
         versus = "not evaluated"
@@ -59,7 +59,8 @@ def summary(stats: dict[str, Any], args: argparse.Namespace) -> str:
             low = "-inf" if v["low"] is None else f"{v['low']:+.0f}"
             high = "+inf" if v["high"] is None else f"{v['high']:+.0f}"
             versus = f"{v['wins']:>4}-{v['draws']}-{v['losses']:<4}  {v['score']:.3f}  {elo} [{low}, {high}]"
-        lines.append(f"  {entry['iteration']:>4}  {u['mean_reward']:>+11.3f}  {u['kl_per_move']:.5f}   {versus}")
+        decisive = entry["play"]["white_wins"] + entry["play"]["black_wins"]
+        lines.append(f"  {entry['iteration']:>4}  {decisive:>8}  {u['mean_reward']:>+11.3f}  {u['kl_per_move']:.5f}   {versus}")
     ends = ", ".join(f"{name} {count}" for name, count in stats["terminations"].items() if count)
     lines.append(f"  results: white {stats['white_wins']}, draws {stats['draws']}, black {stats['black_wins']}; {ends}")
     lines.append(f"  plies: mean {stats['plies']['mean']:.1f} (min {stats['plies']['min']}, max {stats['plies']['max']});"
