@@ -126,9 +126,17 @@ class SelfPlayPool:
                                    initializer=_init_worker, initargs=(self.threads,))
 
     def pids(self) -> list[int]:
-        """The worker processes' ids (starting them if they have not started yet)."""
+        """The worker processes' ids, once each has answered: a worker not started yet is
+        waited for, one that died since the last call is replaced."""
         futures = [self._submit(worker, _worker_pid) for worker in range(len(self._executors))]
-        return [future.result() for future in futures]
+        pids = []
+        for worker, future in enumerate(futures):
+            try:
+                pids.append(future.result())
+            except BrokenProcessPool:
+                self._executors[worker] = self._new_executor()
+                pids.append(self._executors[worker].submit(_worker_pid).result())
+        return pids
 
     def play(self, model: GPT, opponent: GPT | None, cfg: SelfPlayConfig,
              shard_games: int = 32) -> tuple[list[GameRecord], dict]:
@@ -149,6 +157,7 @@ class SelfPlayPool:
                 if self._ray is not None:
                     results = self._ray.run(shards, model_path, opponent_path, bar.update)
                 else:
+                    self.pids()  # no shard goes to a worker that died while idle
                     results = self._run_processes(shards, model_path, opponent_path, bar.update)
         records = [record for shard in shards for record in results[shard.index][0]]
         stats = summarise(records, time.perf_counter() - started)
