@@ -49,7 +49,8 @@ class Node:
 def claim_node(label: str, path: Path, claims: list[tuple[str, str, str]]) -> Node:
     """Check (kind, expected value, who claims it) for `path`: sha256, md5 (DVC) or fingerprint."""
     if not path.exists():
-        return Node(label, MISSING, f"{path} does not exist" + (f" (named by {claims[0][2]})" if claims else ""))
+        named = sorted({source for _, _, source in claims})
+        return Node(label, MISSING, "does not exist" + (f" (named by {', '.join(named)})" if named else ""))
     failed, sources = [], []
     for kind, expected, source in claims:
         actual = (file_digest(path, "sha256") if kind == "sha256" else dvc_md5(path) if kind == "md5" else
@@ -224,8 +225,10 @@ class Audit:
         nodes = []
         for entry in inputs:
             path = Path(entry["path"])
-            if not path.is_absolute() and not (self.root / path).exists() and (folder / path).exists():
-                path = folder / path  # a path written relative to its own folder (self-play PGN)
+            if not path.is_absolute() and not (self.root / path).exists():
+                # written relative to the writer's output folder (self-play: games.pgn beside dataset/)
+                near = [f / path for f in (folder, *folder.parents) if self.root in f.parents and (f / path).exists()]
+                path = near[0] if near else path
             nodes.append(self.artifact(str(path), [("sha256", entry["sha256"], source)]))
         return nodes
 
