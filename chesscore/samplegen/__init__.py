@@ -1,7 +1,7 @@
 """The embedded sample in data/raw/: Lichess-dump-format games made by Stockfish, seeded.
 
-Regenerate the committed sample byte for byte (Stockfish 15.1 from Debian, about 5 minutes
-on 2 cores):
+Regenerate the committed sample byte for byte (Stockfish 15.1 from Debian; about 10 minutes
+and 10 CPU-minutes on the project's 2-core machine):
 
     python -m chesscore.samplegen --out data/raw/lichess_sample.pgn.zst
 
