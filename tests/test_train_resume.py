@@ -34,6 +34,7 @@ def uninterrupted(data, tmp_path_factory) -> Path:
     return output
 
 
+@pytest.mark.slow
 def test_n_steps_then_resume_then_m_steps_is_bit_identical(data, uninterrupted, tmp_path):
     first = run(data, tmp_path, replace(CONFIG, max_updates=5))  # stops mid-epoch, between validations
     assert first["status"] == "max_updates" and first["step"] == 5
@@ -92,6 +93,7 @@ def test_identity_mismatch_is_refused_naming_the_keys(data, uninterrupted, tmp_p
         Trainer(CONFIG, data, tmp_path, setup("cpu"), model_config=MODEL, resume=str(uninterrupted / "best.pt"))
 
 
+@pytest.mark.slow
 def test_auto_resume_starts_afresh_when_the_experiment_changed(data, tmp_path):
     run(data, tmp_path, replace(CONFIG, max_updates=3))
     old_identity = (tmp_path / "identity.json").read_text()
@@ -101,6 +103,7 @@ def test_auto_resume_starts_afresh_when_the_experiment_changed(data, tmp_path):
     assert checkpoint.load(tmp_path / "best.pt")["identity"]["seed"] == 5
 
 
+@pytest.mark.slow
 def test_finished_run_resumes_as_a_no_op_with_a_receipt(data, tmp_path, capsys):
     # lr 0: validation never improves, so patience 2 ends the run at the second check after step 0.
     config = replace(CONFIG, optim=replace(CONFIG.optim, lr=0.0), patience=2, max_updates=None)

@@ -54,6 +54,7 @@ def run_until_deadline(data: TrainData, output: Path, clock: LateClock) -> dict:
     return trainer.run()
 
 
+@pytest.mark.slow
 def test_validation_cut_short_changes_neither_best_nor_patience(data, uninterrupted, tmp_path):
     # The validation owed at step 6 reads one of its two batches, then the deadline falls.
     results = run_until_deadline(data, tmp_path, LateClock(step=6, grace=1))
@@ -72,6 +73,7 @@ def test_validation_cut_short_changes_neither_best_nor_patience(data, uninterrup
     same_artifacts(uninterrupted, tmp_path)
 
 
+@pytest.mark.slow
 def test_deadline_between_steps_is_a_resumable_soft_stop(data, uninterrupted, tmp_path):
     results = run_until_deadline(data, tmp_path, LateClock(step=4))
     assert results["status"] == "deadline_soft_stop" and results["step"] == 4
@@ -80,6 +82,7 @@ def test_deadline_between_steps_is_a_resumable_soft_stop(data, uninterrupted, tm
     same_artifacts(uninterrupted, tmp_path)
 
 
+@pytest.mark.slow
 def test_time_budget_pauses_and_resumes(data, uninterrupted, tmp_path):
     results = run(data, tmp_path, replace(CONFIG, max_seconds=1e-6))
     assert results["status"] == "time_budget" and results["step"] == 0 and len(results["history"]) == 1
