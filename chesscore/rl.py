@@ -146,7 +146,7 @@ def policy_gradient_step(model: GPT, reference: GPT, optimizer: torch.optim.Opti
     model.eval()
     reference.eval()
     optimizer.zero_grad(set_to_none=True)
-    total_pg = total_kl = 0.0
+    total_pg = total_kl = total_entropy = 0.0
     for start in range(0, len(games), cfg.batch_games):
         chunk = slice(start, start + cfg.batch_games)
         batch = game_batch(games[chunk], model.config.vocab_size).to(device)
@@ -159,10 +159,14 @@ def policy_gradient_step(model: GPT, reference: GPT, optimizer: torch.optim.Opti
         (pg_loss + cfg.kl_coef * kl_loss).backward()
         total_pg += pg_loss.item()
         total_kl += kl_loss.item()
+        with torch.no_grad():  # the policy's entropy: collapsing towards one move shows here
+            log_p = torch.where(batch.legal, log_probs, 0.0)
+            total_entropy += float(-(log_p.exp() * log_p).sum(-1)[batch.own].sum()) / moves
     grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
     if not torch.isfinite(grad_norm):
         raise FloatingPointError(f"policy gradient norm is {float(grad_norm)}")
     optimizer.step()
     return {"games": len(games), "sides": len(values), "moves": moves, "mean_reward": baseline,
-            "pg_loss": total_pg, "kl_per_move": total_kl, "loss": total_pg + cfg.kl_coef * total_kl,
+            "pg_loss": total_pg, "kl_per_move": total_kl, "entropy_per_move": total_entropy,
+            "loss": total_pg + cfg.kl_coef * total_kl,
             "grad_norm": float(grad_norm)}

@@ -106,8 +106,11 @@ def _train_on_toy(kl_coef: float, iterations: int = 6) -> tuple[float, float, fl
     start = _first_move_sources(model)
     for iteration in range(iterations):
         records, _ = play_games(model, None, SelfPlayConfig(games=64, max_plies=1, seed=iteration))
-        policy_gradient_step(model, reference, optimizer, records, PGConfig(kl_coef=kl_coef),
-                             reward=_knight_reward)
+        before = _first_move_sources(model)
+        metrics = policy_gradient_step(model, reference, optimizer, records, PGConfig(kl_coef=kl_coef),
+                                       reward=_knight_reward)
+        # entropy_per_move: of the whole move (source, destination, promotion) the policy played
+        assert metrics["entropy_per_move"] >= float(-(before[before > 0] * before[before > 0].log()).sum()) - 1e-4
     end = _first_move_sources(model)
     legal = start > 0
     kl = float((end[legal] * (end[legal].log() - start[legal].log())).sum())
