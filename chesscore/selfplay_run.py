@@ -213,8 +213,9 @@ def _iteration(k: int, pool: SelfPlayPool, model: GPT, reference: GPT, opponent:
 
 
 def _line(entry: dict, timing: dict) -> str:
-    play, update = entry["play"], entry["update"]
-    versus = entry.get("vs_reference")
-    return (f"iteration {entry['iteration']}: {play['games']} games ({play['white_wins'] + play['black_wins']} "
-            f"decisive), {timing['moves_per_second']:.0f} moves/s, mean reward {update['mean_reward']:+.3f}, "
-            f"KL/move {update['kl_per_move']:.4f}, entropy/move {update['entropy_per_move']:.2f}" + (f", score vs supervised {versus['score']:.3f}" if versus else ""))
+    play, update, versus = entry["play"], entry["update"], entry.get("vs_reference")
+    decisive = play["white_wins"] + play["black_wins"]
+    return (f"iteration {entry['iteration']}: {play['games']} games ({decisive} decisive), "
+            f"{timing['moves_per_second']:.0f} moves/s, mean reward {update['mean_reward']:+.3f}, "
+            f"KL/move {update['kl_per_move']:.4f}, entropy/move {update['entropy_per_move']:.2f}"
+            + (f", score vs supervised {versus['score']:.3f}" if versus else ""))
