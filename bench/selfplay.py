@@ -86,7 +86,8 @@ def main() -> None:
     rows = {}
     torch.set_num_threads(1)
     print(f"rows A, A', B in this process: {threads()}")
-    seconds, plies = timed(lambda: sum(one_game_without_cache(model, args.max_plies, s) for s in range(args.baseline_games)))
+    seconds, plies = timed(lambda: sum(one_game_without_cache(model, args.max_plies, s)
+                                       for s in range(args.baseline_games)))
     rows["A"] = {"what": "1 game at a time, no cache", "moves_per_second": plies / seconds, "plies": plies}
     seconds, plies = timed(lambda: sum(play_games(model, None, SelfPlayConfig(1, max_plies=args.max_plies, seed=s))[1]
                                        ["plies"]["total"] for s in range(args.baseline_games)))
@@ -129,7 +130,9 @@ def main() -> None:
               "D/E 2 processes vs 2 threads": rows["D"]["moves_per_second"] / rows["E"]["moves_per_second"]}
     targets = {"B/A batched+cache vs 1 game no cache": 10.0, "D/C 2 workers vs 1": 1.7}
     for key, value in ratios.items():
-        target = f"  (target >= {targets[key]}x: {'met' if value >= targets[key] else 'NOT met'})" if key in targets else ""
+        target = ""
+        if key in targets:
+            target = f"  (target >= {targets[key]}x: {'met' if value >= targets[key] else 'NOT met'})"
         print(f"  {key:<38} {value:6.2f}x{target}")
     print(f"  same games from 1 worker, 2 workers and in-process: {'yes' if same else 'NO'}")
     print(f"  load average after {os.getloadavg()[0]:.2f} (other work on the machine skews D/C and E)")

@@ -60,10 +60,12 @@ def summary(stats: dict[str, Any], args: argparse.Namespace) -> str:
             high = "+inf" if v["high"] is None else f"{v['high']:+.0f}"
             versus = f"{v['wins']:>4}-{v['draws']}-{v['losses']:<4}  {v['score']:.3f}  {elo} [{low}, {high}]"
         decisive = entry["play"]["white_wins"] + entry["play"]["black_wins"]
-        lines.append(f"  {entry['iteration']:>4}  {decisive:>8}  {u['mean_reward']:>+11.3f}  {u['kl_per_move']:.5f}   {versus}")
+        lines.append(f"  {entry['iteration']:>4}  {decisive:>8}  {u['mean_reward']:>+11.3f}  "
+                     f"{u['kl_per_move']:.5f}   {versus}")
     ends = ", ".join(f"{name} {count}" for name, count in stats["terminations"].items() if count)
     lines.append(f"  results: white {stats['white_wins']}, draws {stats['draws']}, black {stats['black_wins']}; {ends}")
-    lines.append(f"  plies: mean {stats['plies']['mean']:.1f} (min {stats['plies']['min']}, max {stats['plies']['max']});"
+    plies = stats["plies"]
+    lines.append(f"  plies: mean {plies['mean']:.1f} (min {plies['min']}, max {plies['max']});"
                  f" model's illegal attempt rate {stats['illegal_attempt_rate']:.4f}")
     speed = stats["moves_per_second"]
     lines.append(f"  throughput: {'n/a (nothing played in this run)' if speed is None else f'{speed:,.0f} moves/s'};"
@@ -80,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     params_path = pre.parse_known_args(argv)[0].params
     values = read_params(params_path, "selfplay")
     args = parser(values).parse_args(argv)
-    cfg = config_from({**values, "games": args.games, "iterations": args.iterations}, RunConfig, params_path, "selfplay")
+    cfg = config_from({**values, "games": args.games, "iterations": args.iterations}, RunConfig, params_path,
+                      "selfplay")
     execution = Execution(workers=args.workers, threads_per_worker=args.threads_per_worker, backend=args.backend,
                           device=args.device, progress=not args.no_progress)
     if not args.checkpoint.is_file():
