@@ -6,13 +6,14 @@
     python -m stages.train --mode probe --config baseline --probe-micro 8,16,32
 
 Defaults come from params.yaml's `train:` section (switch profiles with stages.profile);
-flags override them. By default the stage
-resumes from OUTPUT/last.pt when its identity matches this run's (so a retried `dvc repro`
-continues a killed run), and starts afresh when it does not; `--resume PATH` insists on
+flags override them. By default the stage resumes from OUTPUT/last.pt when its identity
+matches this run's (so a retried `dvc repro` continues a killed run), and starts afresh when
+it does not; `--resume PATH` insists on
 that checkpoint and refuses one whose identity differs; `--resume none` starts afresh.
 A job deadline may also come from the CHESS_JOB_DEADLINE environment variable; SIGTERM
 counts as the deadline. A run stopped for either has saved last.pt and exits with status 75
-(EX_TEMPFAIL) so that DVC does not record it as done: run it again to resume.
+(EX_TEMPFAIL, chesscore.failures: retryable) so that DVC does not record it as done: run it
+again to resume. A refused resume (identity) exits 78, a damaged dataset 65.
 """
 
 from __future__ import annotations
@@ -20,26 +21,12 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-PARAMS = Path("params.yaml")
-EXIT_RESUMABLE = 75  # EX_TEMPFAIL: stopped for the job deadline or SIGTERM, saved; rerun to resume
-
-
-def read_params(path: Path, section: str) -> dict[str, Any]:
-    """One section of params.yaml ({} when the file is absent)."""
-    if not path.is_file():
-        return {}
-    params = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    values = params.get(section) or {}
-    if not isinstance(values, dict):
-        raise SystemExit(f"{path}: `{section}:` is not a mapping")
-    return values
+from chesscore import failures
+from stages.validate import PARAMS, read_params
 
 
 def _optional(kind):
@@ -130,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = train_config(args)
     except ValueError as error:
-        raise SystemExit(f"train: {error}") from None
+        raise failures.Refused(f"{args.params}: `train:` {error}") from None
     import torch
 
     from chesscore import distributed
@@ -142,15 +129,15 @@ def main(argv: list[str] | None = None) -> int:
     from chesscore.trainer import train
 
     if args.config not in CONFIGS:
-        raise SystemExit(f"train: no model config {args.config!r} (have: {', '.join(CONFIGS)})")
+        raise failures.Refused(f"no model config {args.config!r} (have: {', '.join(CONFIGS)})")
     if args.threads:
         torch.set_num_threads(args.threads)
     deadline = Deadline.parse(config.deadline, config.deadline_margin_seconds)
     if deadline.soft_stop():
-        raise SystemExit(f"train: the job deadline {config.deadline} (less the margin of "
-                         f"{config.deadline_margin_seconds:.0f} s) has passed; nothing to do")
+        raise failures.Refused(f"the job deadline {config.deadline} (less the margin of "
+                               f"{config.deadline_margin_seconds:.0f} s) has passed; nothing to do")
     # SIGTERM (a scheduler's preemption, torchrun passing one on) means "the deadline is now":
-    # the run saves at its next step or validation batch and exits with EXIT_RESUMABLE.
+    # the run saves at its next step or validation batch and exits with failures.TEMPORARY (75).
     signal.signal(signal.SIGTERM, lambda signum, frame: setattr(deadline, "at", 0.0))
     env = distributed.setup(config.device)
     failure = args.output / f"failure-rank{env.rank}.json"
@@ -170,11 +157,10 @@ def main(argv: list[str] | None = None) -> int:
     if results["status"] == "deadline_soft_stop":
         # Not finished: a non-zero exit keeps DVC from recording the stage as done, and tells
         # an orchestrator to retry (the rerun resumes).
-        print(f"train: stopped for the job deadline at step {results['step']}; run again to resume",
-              file=sys.stderr)
-        return EXIT_RESUMABLE
+        raise failures.Temporary(f"stopped for the job deadline (or SIGTERM) at step {results['step']}, "
+                                 "last.pt saved; run again to resume")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    failures.run("train", main)

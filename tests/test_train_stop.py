@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from chesscore import checkpoint
+from chesscore import checkpoint, failures
 from chesscore.deadline import Deadline, parse_time
 from chesscore.distributed import setup
 from chesscore.train_state import TrainState
@@ -104,7 +104,7 @@ def test_deadline_spellings():
 
 def test_stage_refuses_to_start_past_the_deadline(tmp_path, monkeypatch):
     monkeypatch.setenv("CHESS_JOB_DEADLINE", "2000-01-01T00:00:00Z")
-    with pytest.raises(SystemExit, match="deadline 2000-01-01T00:00:00Z .* has passed"):
+    with pytest.raises(failures.Refused, match="deadline 2000-01-01T00:00:00Z .* has passed"):
         train_stage.main(["--params", str(tmp_path / "none.yaml"), "--dataset", str(tmp_path),
                           "--output", str(tmp_path / "out")])
     assert not (tmp_path / "out").exists()
