@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -244,7 +245,7 @@ class Trainer:
         if env.is_main:
             tqdm.write(f"validation @ step {self.state.step}: nll {metrics['nll']:.4f} "
                        f"(best {self.state.best_nll:.4f} @ {self.state.best_step}, "
-                       f"{self.state.bad_checks}/{config.patience} without improvement)")
+                       f"{self.state.bad_checks}/{config.patience} without improvement)", file=sys.stderr)
         self.save(improved=improved, status=None)
         return True
 

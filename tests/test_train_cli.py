@@ -62,6 +62,8 @@ def single(dataset, tmp_path_factory) -> Path:
     output = tmp_path_factory.mktemp("single") / "train"
     done = stage(dataset, output, "--micro", "8")
     assert "max_epochs after 32 updates" in done.stdout  # the one-screen summary
+    for shown in ("tok_s=", "lr=", "gnorm=", "pad=", "validation @ step 32"):  # progress on stderr
+        assert shown in done.stderr, shown
     return output
 
 
