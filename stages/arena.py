@@ -25,6 +25,7 @@ import torch
 import yaml
 from tqdm import tqdm
 
+from chesscore import failures
 from chesscore.arena import (CHECKPOINT, RANDOM, STOCKFISH, ArenaConfig, ArenaGame, Opponent, game_rows,
                              pgn_text, play_match, summarise)
 from chesscore.checkpoint import CheckpointError, load_model
@@ -190,4 +191,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    failures.run("arena", main)

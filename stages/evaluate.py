@@ -26,7 +26,7 @@ import torch
 import yaml
 from tqdm import tqdm
 
-from chesscore import dataset
+from chesscore import dataset, failures
 from chesscore.checkpoint import CheckpointError, load_model
 from chesscore.evaluate import DatasetMismatch, EvalConfig, check_dataset, evaluate, sample_test_games
 from chesscore.evaluate_report import write_outputs
@@ -142,4 +142,4 @@ def _pct(value: float | None) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    failures.run("evaluate", main)
