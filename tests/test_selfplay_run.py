@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import chess.pgn
+import pyarrow as pa
 import pytest
 import torch
 
@@ -18,6 +19,8 @@ from chesscore.fileio import sha256_file
 from chesscore.model import CONFIGS, GPT
 from chesscore.selfplay_run import Execution, RunConfig, run_selfplay
 from chesscore.tokens import decode_game
+from chesscore.validate import ValidateConfig
+from chesscore.validate_run import run_validate
 from chesscore.train_state import ResumeRefused
 
 REPO = Path(__file__).resolve().parents[1]
@@ -76,7 +79,7 @@ def test_the_stage_cli_writes_the_same_bytes_over_two_workers(start, in_process,
 
 
 @pytest.mark.slow
-def test_outputs_account_for_every_game_and_the_model_moved(start, in_process):
+def test_outputs_account_for_every_game_and_the_model_moved(start, in_process, tmp_path):
     out, stats = in_process
     history = stats["per_iteration"]
     assert history[0]["play"]["white_wins"] + history[0]["play"]["black_wins"] > 0  # something to learn
@@ -100,6 +103,12 @@ def test_outputs_account_for_every_game_and_the_model_moved(start, in_process):
         assert [m.uci() for m in decode_game(tokens)] == [m.uci() for m in game.mainline_moves()]
         assert (game.headers["Result"], game.headers["GameId"]) == (meta["result"], meta["game_id"])
         assert len(game.errors) == 0 and meta["plies"] == len(list(game.mainline_moves()))
+
+    # games.pgn is also a raw input: validate accepts every game, with the same tokens.
+    report = run_validate([out / "games.pgn"], tmp_path / "validated", ValidateConfig())
+    assert (report["games_seen"], report["accepted"], report["rejected"]) == (16, 16, 0)
+    validated = pa.ipc.open_file(str(tmp_path / "validated" / "games.arrow")).read_all()
+    assert sorted(validated["tokens"].to_pylist()) == sorted(list(tokens) for tokens, _ in rows)
 
     trained, payload = checkpoint.load_model(out / "rl.pt")
     first, _ = checkpoint.load_model(start)
