@@ -104,6 +104,9 @@ def test_outputs_account_for_every_game_and_the_model_moved(start, in_process, t
         assert (game.headers["Result"], game.headers["GameId"]) == (meta["result"], meta["game_id"])
         assert len(game.errors) == 0 and meta["plies"] == len(list(game.mainline_moves()))
 
+    tables = dataset.load(out / "dataset", dataset.verify(out / "dataset"))  # as training opens it
+    assert len(tables["train"]) + len(tables["validation"]) == 16 - manifest["splits"]["test"]["games"]
+    assert len(tables["train"]) > 0
     # games.pgn is also a raw input: validate accepts every game, with the same tokens.
     report = run_validate([out / "games.pgn"], tmp_path / "validated", ValidateConfig())
     assert (report["games_seen"], report["accepted"], report["rejected"]) == (16, 16, 0)
