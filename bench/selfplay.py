@@ -14,6 +14,10 @@ Measured (moves/s = plies played / wall seconds, in this run, same model and ply
   E  the same shards in this process at 2 torch threads (threads instead of processes)
 Targets: B / A >= 10x at 64 games; D / C >= 1.7x on a 2-core machine. The thread settings of
 each row are printed. Results also go to bench/out/selfplay.json.
+
+Run D / C on an otherwise idle machine: Linux's autogroup scheduler shares the CPUs fairly
+between sessions, so while another session is busy this one gets about one core however many
+workers it starts (D / C tends to 1), and the load average is printed for that reason.
 """
 
 from __future__ import annotations
