@@ -148,11 +148,12 @@ def python_chess(pgn: Path, games: int) -> dict:
 
 
 def pgn_extract(pgn: Path, games: int) -> dict:
-    """-r -s reports errors only; its progress lines ("Games: N" per thousand) confirm it read them all."""
+    """-r -s reports errors only; its progress lines ("Games: N" per thousand) confirm it read them
+    all (it splits a few broken games differently, so its count may differ a little from ours)."""
     run = measure([PGN_EXTRACT, "-r", "-s", str(pgn)])
     counted = [int(n) for n in re.findall(r"Games: (\d+)", run["stderr"])]
-    if games >= 1000 and not (counted and games - 1000 < counted[-1] <= games):
-        raise SystemExit(f"pgn-extract read {counted[-1:] or 0} of {games} games:\n{run['stderr'][-2000:]}")
+    if games >= 1000 and not (counted and abs(counted[-1] - games) <= max(1000, games // 50)):
+        raise SystemExit(f"pgn-extract read about {counted[-1:] or 0} of {games} games:\n{run['stderr'][-2000:]}")
     return {"games": games, "cpu": run["cpu"], "wall": run["wall"], "rss": run["rss_mb"]}
 
 
@@ -160,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--copies", type=int, default=12, help="copies of the ~4,500 base games in 1x")
     parser.add_argument("--baseline-games", type=int, default=2000, help="games for the python-chess loop")
+    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds of ours and pgn-extract at 4x")
     args = parser.parse_args(argv)
     if not CORPUS.is_file():
         print(f"bench/convert: the shared corpus is not at {CORPUS}; nothing to measure")
@@ -171,11 +173,15 @@ def main(argv: list[str] | None = None) -> int:
     pgn4, zst4, n4 = build_input(4 * args.copies)
     print(f"input: 1x {n1:,} games ({zst1.stat().st_size / 1e6:.1f} MB .zst, {pgn1.stat().st_size / 1e6:.1f} MB .pgn), "
           f"4x {n4:,} games; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
-    one = ours(zst1, "1x", workers=1)
-    four = ours(zst4, "4x", workers=1)
-    two_workers = ours(zst4, "4x-w2", workers=2)
+    # The machine's speed drifts (shared cores): alternate the two main contenders and keep each
+    # one's best round.
+    extract, four = None, None
+    for _ in range(args.rounds):
+        extract = min(filter(None, [extract, pgn_extract(pgn4, n4)]), key=lambda run: run["cpu"])
+        four = min(filter(None, [four, ours(zst4, "4x", workers=1)]), key=lambda run: run["cpu"])
     chess_loop = python_chess(pgn4, args.baseline_games)
-    extract = pgn_extract(pgn4, n4)
+    one = ours(zst1, "1x", workers=1)
+    two_workers = ours(zst4, "4x-w2", workers=2)
     rate = {"ours": four["games"] / four["cpu"], "python-chess loop": chess_loop["games"] / chess_loop["cpu"],
             "pgn-extract -r": extract["games"] / extract["cpu"]}
     print(f"{'':<22}{'games':>10}{'CPU s':>9}{'wall s':>9}{'games/s/core':>14}{'peak RSS MB':>13}")

@@ -1,6 +1,6 @@
 """Find the games of the plain layout in a buffer at once, with numpy: the fast path of pgn_split.
 
-    starts, movetext, resume = plain_games(buf, end)
+    starts, ends, movetext, ok, last = plain_games(buf, end)
 
 The plain layout is how the Lichess dumps write every game: one tag paragraph (lines `[Name
 "value"]`), one blank line, one movetext paragraph, one blank line, and the next game's `[`.
@@ -33,12 +33,12 @@ def _last_before(positions: np.ndarray, high: np.ndarray) -> np.ndarray:
     return np.where(at >= 0, positions[np.maximum(at, 0)] if len(positions) else -1, -1)
 
 
-def plain_games(buf: bytes, end: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """(starts, movetext starts, resume) of the plain-layout games at the front of buf[:end].
-    buf must begin at a game start; games are those whose next game starts before `end`."""
+def plain_games(buf: bytes, end: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """Candidate games of buf[:end], which must begin at a game start: (starts, ends, movetext
+    starts, ok) of the complete candidate segments, and the start of the last (open) one."""
     empty = np.zeros(0, np.int64)
     if end < 4 or buf[:1] != b"[":
-        return empty, empty, 0
+        return empty, empty, empty, np.zeros(0, bool), 0
     a = np.frombuffer(buf, np.uint8, count=end)
     # Comparisons and nonzero run at a fraction of a ns per byte; a 256-entry table lookup would
     # cost ten times more. Bytes never in a plain game (CR, a ; comment, 0xEF of a BOM) are rare:
@@ -51,7 +51,7 @@ def plain_games(buf: bytes, end: int) -> tuple[np.ndarray, np.ndarray, int]:
     bound = double[(double + 2 < end) & (a[np.minimum(double + 2, end - 1)] == ord("["))]
     candidates = np.concatenate([[0], bound + 2]).astype(np.int64)
     if len(candidates) < 2:
-        return empty, empty, 0
+        return empty, empty, empty, np.zeros(0, bool), 0
     s, e = candidates[:-1], candidates[1:]
     first_double = np.searchsorted(double, s)
     separators = _count(double, s, e - 2)
@@ -70,6 +70,4 @@ def plain_games(buf: bytes, end: int) -> tuple[np.ndarray, np.ndarray, int]:
     ok &= _count(bad_lines, moves, e - 2) == 0
     ok &= _last_before(opens, e - 2) <= np.maximum(_last_before(closes, e - 2), moves - 1)
     ok &= _count(odd, s, e) == 0
-    failed = np.flatnonzero(~ok)
-    verified = int(failed[0]) if len(failed) else len(s)
-    return s[:verified], moves[:verified], int(candidates[verified])
+    return s, e, moves, ok, int(candidates[-1])

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import chess
@@ -56,11 +57,14 @@ class ParsedBatch:
 
 
 def parse_batch(texts: list[str], to_reference: list[bool] | None = None,
-                movetext_at: list[int] | None = None) -> ParsedBatch:
+                movetext_at: list[int] | None = None,
+                rejected_by_tags: Callable[[dict[str, str]], bool] | None = None) -> ParsedBatch:
     """Parse every text (one game each). Games the Rust parser rejects go to python-chess, and so
     do the games flagged in `to_reference` (layouts where the two parsers are known to differ).
     movetext_at[i] > 0 says where game i's movetext starts after a plain tag section: its tags
-    are then read here (as python-chess reads them) and only the movetext goes to Rust."""
+    are then read here (as python-chess reads them) and only the movetext goes to Rust.
+    rejected_by_tags(headers): a game its tags alone reject (a variant, a set-up position) is
+    not re-read when Rust fails on it: whatever python-chess made of the moves, it goes."""
     if not texts:
         return ParsedBatch()
     forced = np.zeros(len(texts), bool) if to_reference is None else np.asarray(to_reference, bool)
@@ -77,7 +81,12 @@ def parse_batch(texts: list[str], to_reference: list[bool] | None = None,
         for bad in np.flatnonzero(~columns.valid | forced[done:done + len(columns.valid)]):
             if bad > start:
                 parts.append(columns.games(start, int(bad)))
-            parts.append(reference(texts[done + int(bad)]))
+            headers = columns.headers[bad]
+            if rejected_by_tags is not None and not forced[done + bad] and rejected_by_tags(headers):
+                parts.append(_single(headers, [], [], None, False, False,
+                                     ("unparsable", "not read: its tags reject it"), parser="rust"))
+            else:
+                parts.append(reference(texts[done + int(bad)]))
             start = int(bad) + 1
         if start < len(columns.valid):
             parts.append(columns.games(start, len(columns.valid)))
@@ -191,7 +200,7 @@ def reference(text: str) -> ParsedBatch:
                    over and board.is_checkmate(), over and board.is_stalemate(), error)
 
 
-def _single(headers, moves, clocks, result, checkmate, stalemate, error) -> ParsedBatch:
+def _single(headers, moves, clocks, result, checkmate, stalemate, error, parser="python-chess") -> ParsedBatch:
     encodable = [m for m in moves if m and m.drop is None]
     return ParsedBatch(
         headers=[headers], offsets=np.array([0, len(encodable)], np.int64),
@@ -200,4 +209,4 @@ def _single(headers, moves, clocks, result, checkmate, stalemate, error) -> Pars
         promotions=np.array([m.promotion or -1 for m in encodable], np.int8),
         clocks=np.array([c for m, c in zip(moves, clocks) if m and m.drop is None], np.float32),
         result_token=[result], checkmate=np.array([checkmate]), stalemate=np.array([stalemate]),
-        error=[error], parser=["python-chess"])
+        error=[error], parser=[parser])

@@ -30,7 +30,6 @@ import numpy as np
 
 from chesscore.pgn_fastsplit import plain_games
 
-_NONE = np.zeros(0, np.int64)
 MAX_GAME_BYTES = 8 << 20  # no real game comes near; past this the text is skipped and rejected
 BOM = b"\xef\xbb\xbf"
 _SUSPECT_LINE = re.compile(rb"\n[ \t\f\v]*(?:\n|\[|$|\xef\xbb\xbf)")  # a blank, tag or BOM line in movetext
@@ -208,14 +207,10 @@ def split_games(blocks: Iterable[bytes], max_game_bytes: int = MAX_GAME_BYTES,
         end = len(buf) if last else max(buf.rfind(b"\n\n"), buf.rfind(b"\n\r\n"))
         if end <= 0:
             continue
-        plain, plain_moves, resume = plain_games(buf, end) if fast else (_NONE, _NONE, 0)
-        scanner = _Scanner(buf[resume:] if resume else buf, fast)  # walks on where the plain games end
-        starts = plain.tolist() + [resume + start for start in scanner.scan(end - resume)]
+        starts, movetext, odd = _find_games(buf, end, fast)
         if not starts:  # only blank lines so far
             base, buf = base + end, buf[end:]
             continue
-        movetext = dict(zip(starts, (plain_moves - plain).tolist()))  # the rest: checked one by one
-        odd = {resume + start for start in scanner.odd}
         ends = starts[1:] + ([len(buf)] if last else [])
         for begin, finish in zip(starts, ends):
             data = buf[begin:finish]
@@ -226,6 +221,37 @@ def split_games(blocks: Iterable[bytes], max_game_bytes: int = MAX_GAME_BYTES,
             base, buf = base + starts[-1], buf[starts[-1]:]
             if len(buf) > max_game_bytes:
                 skipping, buf, base = base, buf[1:], base + 1
+
+
+def _find_games(buf: bytes, end: int, fast: bool) -> tuple[list[int], dict[int, int], set[int]]:
+    """Game starts in buf[:end] (buf begins at a game start), the movetext offsets of the plain
+    ones found at once, and the starts of odd games. Segments the numpy pass does not vouch for
+    are walked line by line; if one ends inside a game, the walk goes on to the end."""
+    starts: list[int] = []
+    movetext: dict[int, int] = {}
+    odd: set[int] = set()
+    position = 0
+    if fast:
+        first, after, moves, ok, position = plain_games(buf, end)
+        done = 0
+        for bad in [*np.flatnonzero(~ok).tolist(), len(ok)]:
+            starts += first[done:bad].tolist()
+            movetext.update(zip(first[done:bad].tolist(), (moves[done:bad] - first[done:bad]).tolist()))
+            if bad == len(ok):
+                break
+            begin, finish = int(first[bad]), int(after[bad])
+            walk = _Scanner(buf[begin:finish])
+            starts += [begin + start for start in walk.scan(finish - begin)]
+            odd.update(begin + start for start in walk.odd)
+            if walk.in_comment or not walk.has_text:  # the next tag line may not start a game
+                del starts[len(starts) - len(walk.starts):]
+                position = begin
+                break
+            done = bad + 1
+    walk = _Scanner(buf[position:] if position else buf, fast)
+    starts += [position + start for start in walk.scan(end - position)]
+    odd.update(position + start for start in walk.odd)
+    return starts, movetext, odd
 
 
 def _with_last(blocks: Iterable[bytes]) -> Iterator[tuple[bytes, bool]]:

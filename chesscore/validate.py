@@ -79,9 +79,8 @@ class BatchResult:
     reference_reads: int = 0  # games the fast parser gave to python-chess
 
 
-def judge(config: ValidateConfig, headers: dict[str, str], plies: int, result_token: str | None,
-          checkmate: bool, stalemate: bool, error: tuple[str, str] | None) -> tuple[str, str] | None:
-    """(reason, detail) of the first rule a parsed game breaks, or None when it is accepted."""
+def tags_verdict(headers: dict[str, str]) -> tuple[str, str] | None:
+    """The rules the tags alone decide, before any move: not standard chess."""
     variant = headers.get("Variant")
     if variant and variant.lower() not in meta.STANDARD_VARIANTS and variant.lower() != "from position":
         return "variant", f"Variant {variant!r}"
@@ -89,6 +88,15 @@ def judge(config: ValidateConfig, headers: dict[str, str], plies: int, result_to
     if (fen and fen.strip() != chess.STARTING_FEN) or (variant or "").lower() == "from position" \
             or (not fen and headers.get("SetUp") == "1"):
         return "setup_position", f"starts from FEN {fen!r}"
+    return None
+
+
+def judge(config: ValidateConfig, headers: dict[str, str], plies: int, result_token: str | None,
+          checkmate: bool, stalemate: bool, error: tuple[str, str] | None) -> tuple[str, str] | None:
+    """(reason, detail) of the first rule a parsed game breaks, or None when it is accepted."""
+    verdict = tags_verdict(headers)
+    if verdict is not None:
+        return verdict
     if error is not None:
         return error
     if plies == 0:
@@ -163,7 +171,8 @@ def _validate_batch(job: BatchJob) -> BatchResult:
         raws.append(game)
         head = game.data[:game.movetext]  # where the movetext starts, in characters
         movetext_at.append(game.movetext if head.isascii() else len(head.decode("utf-8")))
-    parsed = parse_batch(texts, [game.odd for game in raws], movetext_at)
+    parsed = parse_batch(texts, [game.odd for game in raws], movetext_at,
+                         rejected_by_tags=lambda headers: tags_verdict(headers) is not None)
     plies = parsed.plies()
     accepted = []
     for k, game in enumerate(raws):

@@ -189,9 +189,8 @@ class _Merger:
         entry = self.inputs[number]
         rows, rejects = result.rows, list(result.rejects)
         keep = np.ones(rows.num_rows, bool)
-        if rows.num_rows and not self._all_new(number, rows, result):
-            self._dedup_one_by_one(number, rows, result, keep, rejects)
-            rejects.sort()
+        if rows.num_rows:
+            self._dedup(number, rows, result, keep, rejects)
         if not keep.all():
             rows = rows.filter(pa.array(keep))
         if rows.num_rows:
@@ -208,46 +207,49 @@ class _Merger:
         entry["rejected"].update(reject[3] for reject in rejects)
         entry["reference_reads"] += result.reference_reads
 
-    def _all_new(self, number: int, rows: pa.RecordBatch, result: BatchResult) -> bool:
-        """The common case, vectorised: no row repeats an earlier game or another row. If so,
-        remember them all and say True; otherwise change nothing."""
-        has_id = result.id_keys != 0
-        ids, moves = result.id_keys[has_id], result.move_keys
-        if (len(np.unique(ids)) < len(ids) or len(np.unique(moves)) < len(moves)
-                or (self.ids.lookup(ids) >= 0).any() or (self.moves.lookup(moves) >= 0).any()):
-            return False
-        tags = (number << _INDEX_BITS) | rows["source_index"].to_numpy()
-        self.ids.add_new(ids, tags[has_id])
-        self.moves.add_new(moves, tags)
-        return True
-
-    def _dedup_one_by_one(self, number: int, rows: pa.RecordBatch, result: BatchResult, keep: np.ndarray,
-                          rejects: list) -> None:
-        """In input order, the first occurrence wins: later rows with a seen id or moves are rejects."""
-        index, offset = rows["source_index"].to_numpy(), rows["source_offset"].to_numpy()
-        game_ids = rows["game_id"].to_pylist()
-        found_ids, found_moves = self.ids.lookup(result.id_keys), self.moves.lookup(result.move_keys)
+    def _dedup(self, number: int, rows: pa.RecordBatch, result: BatchResult, keep: np.ndarray,
+               rejects: list) -> None:
+        """In input order, the first occurrence wins. Rows whose keys are unseen and unique in the
+        batch are remembered at once (vectorised); only the others are checked one by one."""
+        ids, moves = result.id_keys, result.move_keys
+        has_id = ids != 0
+        found_ids, found_moves = self.ids.lookup(ids), self.moves.lookup(moves)
+        suspect = (has_id & ((found_ids >= 0) | _repeated(ids))) | (found_moves >= 0) | _repeated(moves)
+        index = rows["source_index"].to_numpy()
+        tags = (number << _INDEX_BITS) | index
+        clear = ~suspect
+        self.ids.add_new(ids[clear & has_id], tags[clear & has_id])
+        self.moves.add_new(moves[clear], tags[clear])
+        if not suspect.any():
+            return
+        offset, game_ids = rows["source_offset"].to_numpy(), rows["game_id"].to_pylist()
         local_ids: dict[int, int] = {}
         local_moves: dict[int, int] = {}
-        for i in range(rows.num_rows):
-            id_key, move_key = int(result.id_keys[i]), int(result.move_keys[i])
+        for i in np.flatnonzero(suspect).tolist():
+            id_key, move_key = int(ids[i]), int(moves[i])
             first_id = (found_ids[i] if found_ids[i] >= 0 else local_ids.get(id_key, -1)) if id_key else -1
             first_moves = found_moves[i] if found_moves[i] >= 0 else local_moves.get(move_key, -1)
             if first_id >= 0 or first_moves >= 0:
                 keep[i] = False
                 what, tag = ("game id", first_id) if first_id >= 0 else ("moves", first_moves)
                 rejects.append((int(index[i]), int(offset[i]), game_ids[i], "duplicate",
-                                f"same {what} as {self._where(tag)}"))
+                                f"same {what} as {self._where(int(tag))}"))
                 continue
-            tag = (number << _INDEX_BITS) | int(index[i])
             if id_key:
-                local_ids[id_key] = tag
-                self.ids.add(id_key, tag)
-            local_moves[move_key] = tag
-            self.moves.add(move_key, tag)
+                local_ids[id_key] = int(tags[i])
+                self.ids.add(id_key, int(tags[i]))
+            local_moves[move_key] = int(tags[i])
+            self.moves.add(move_key, int(tags[i]))
+        rejects.sort()
 
     def _where(self, tag: int) -> str:
         return f"game {tag & ((1 << _INDEX_BITS) - 1)} of {self.inputs[tag >> _INDEX_BITS]['path']}"
+
+
+def _repeated(keys: np.ndarray) -> np.ndarray:
+    """True where a key occurs more than once in the array (0, "no key", included)."""
+    _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    return counts[inverse] > 1
 
 
 def _report(inputs: list[dict], errors: list[dict]) -> dict[str, Any]:

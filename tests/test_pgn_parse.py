@@ -17,22 +17,25 @@ from hypothesis import strategies as st
 from chesscore.pgn_input import read_blocks
 from chesscore.pgn_parse import parse_batch, reference
 from chesscore.pgn_split import split_games
-from chesscore.validate import ValidateConfig, judge
+from chesscore.validate import ValidateConfig, judge, tags_verdict
 from corpus import corpus_dir
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "raw" / "lichess_sample.pgn.zst"
 CONFIG = ValidateConfig(min_plies=1, exclude_terminations=())
 
-# Games the Rust parser rejects and python-chess reads (file -> {game index: why}).
+# Games the Rust parser rejects and python-chess re-reads (file -> {game index: why}).
 RUST_GIVES_UP = {
     "lichess-org__dartchess__data_wcc_2023.pgn": {0: "backslash", 1: "backslash"},
-    "niklasf__python-chess__data_pgn_cutechess-fischerrandom.pgn": {i: "chess960 FEN" for i in range(4)},
-    "niklasf__python-chess__data_pgn_knightvuillaume-jannlee-zh-lichess.pgn": {0: "drop"},
-    "niklasf__python-chess__data_pgn_saturs-jannlee-zh-lichess.pgn": {0: "drop"},
     "niklasf__python-chess__data_pgn_uci-moves.pgn": {0: "UCI movetext"},
-    # Rust reads the movetext alone once the tags are read, so a FEN start fails there too.
-    "notnil__chess__fixtures_pgns_0003.pgn": {0: "FEN start"},
-    "notnil__chess__fixtures_pgns_0014.pgn": {i: "FEN start" for i in range(1, 5)},
+}
+# Games the Rust parser rejects that are not re-read: their tags alone reject them (a variant, a
+# set-up position; Rust reads the movetext alone from the standard position once the tags are read).
+REJECTED_BY_TAGS = {
+    "niklasf__python-chess__data_pgn_cutechess-fischerrandom.pgn": {0, 1, 2, 3},
+    "niklasf__python-chess__data_pgn_knightvuillaume-jannlee-zh-lichess.pgn": {0},
+    "niklasf__python-chess__data_pgn_saturs-jannlee-zh-lichess.pgn": {0},
+    "notnil__chess__fixtures_pgns_0003.pgn": {0},
+    "notnil__chess__fixtures_pgns_0014.pgn": {1, 2, 3, 4},
 }
 # Games whose tags and moves share a line: the parsers read them differently (Rust keeps the tag
 # and the moves, python-chess drops the whole line), so they go to python-chess directly.
@@ -50,18 +53,22 @@ def outcome(batch, i: int) -> tuple:
     return "accepted", batch.moves(i), np.nan_to_num(clocks, nan=-1).tolist(), batch.headers[i]
 
 
-def compare(texts: list[str], odd: list[bool], movetext_at: list[int] | None = None) -> tuple[dict[int, str], int]:
+def compare(texts: list[str], odd: list[bool], movetext_at: list[int] | None = None
+            ) -> tuple[dict[int, str], set[int], int]:
     """Assert the fast path (as validate calls it) and the reference agree on every game; return
-    the games where the Rust parser gave up (index -> its error) and how many were accepted."""
-    fast = parse_batch(texts, odd, movetext_at)
-    gave_up, accepted = {}, 0
+    the games the Rust parser gave up on and python-chess re-read (index -> error), those not
+    re-read because their tags reject them, and how many games were accepted."""
+    fast = parse_batch(texts, odd, movetext_at, rejected_by_tags=lambda h: tags_verdict(h) is not None)
+    gave_up, by_tags, accepted = {}, set(), 0
     for i, text in enumerate(texts):
         expected = outcome(reference(text), 0)
         assert outcome(fast, i) == expected, f"game {i}: fast {outcome(fast, i)[:2]} != reference {expected[:2]}"
         accepted += expected[0] == "accepted"
         if fast.parser[i] == "python-chess" and not odd[i]:
             gave_up[i] = fast.error[i] or "read by python-chess"
-    return gave_up, accepted
+        elif fast.error[i] and fast.error[i][1].startswith("not read"):
+            by_tags.add(i)
+    return gave_up, by_tags, accepted
 
 
 def split(path: Path) -> tuple[list[str], list[bool], list[int], int]:
@@ -84,9 +91,10 @@ def test_corpus_fast_and_reference_agree_and_disagreements_are_the_known_ones():
     for path in sorted(corpus_dir().glob("*.pgn")):
         texts, odd, movetext_at, undecodable = split(path)
         assert undecodable == 0
-        gave_up, count = compare(texts, odd, movetext_at)
+        gave_up, by_tags, count = compare(texts, odd, movetext_at)
         accepted += count
         assert set(gave_up) == set(RUST_GIVES_UP.get(path.name, {})), path.name
+        assert by_tags == REJECTED_BY_TAGS.get(path.name, set()), path.name
         assert {i for i, flag in enumerate(odd) if flag} == SAME_LINE.get(path.name, set()), path.name
     assert accepted > 990  # nearly all of the Lichess head, plus the OTB and engine games
 
@@ -102,14 +110,13 @@ def test_embedded_sample_fast_and_reference_agree():
     if not SAMPLE.is_file():
         pytest.skip(f"the embedded sample {SAMPLE} is not there yet")
     texts, odd, movetext_at, undecodable = split(SAMPLE)
-    gave_up, accepted = compare(texts, odd, movetext_at)
+    gave_up, by_tags, accepted = compare(texts, odd, movetext_at)
     assert undecodable == 8 and accepted > 3000 and not any(odd)
-    # The games Rust gives up on are broken ones (illegal or null moves, drops, Chess960 FENs,
-    # stops inside a comment); python-chess re-reads and rejects every one of them.
-    fast = parse_batch(texts, odd, movetext_at)
-    reasons = {outcome(fast, i)[0] for i in gave_up}
-    assert "accepted" not in reasons and reasons <= {"illegal_move", "null_move", "variant", "setup_position",
-                                                     "no_result", "result_mismatch"}, reasons
+    # The games Rust gives up on are broken ones (illegal or null moves, a game cut inside a
+    # comment); python-chess re-reads and rejects every one of them.
+    reasons = {outcome(reference(texts[i]), 0)[0] for i in gave_up}
+    assert "accepted" not in reasons and reasons <= {"illegal_move", "null_move", "no_result"}, reasons
+    assert {outcome(reference(texts[i]), 0)[0] for i in by_tags} == {"variant", "setup_position"}
 
 
 def exported_game(seed: int) -> str:
@@ -138,5 +145,5 @@ def exported_game(seed: int) -> str:
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.integers(0, 2**32), min_size=1, max_size=8))
 def test_generated_games_agree(seeds):
-    gave_up, _ = compare([exported_game(seed) for seed in seeds], [False] * len(seeds))
-    assert gave_up == {}
+    gave_up, by_tags, _ = compare([exported_game(seed) for seed in seeds], [False] * len(seeds))
+    assert gave_up == {} and by_tags == set()

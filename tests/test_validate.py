@@ -114,6 +114,18 @@ def test_duplicates_by_id_and_by_moves_within_and_across_files(tmp_path):
     assert report["by_reason"] == {"duplicate": 2}
 
 
+def test_dedup_remembers_only_accepted_games(tmp_path):
+    a = game(OPENINGS[0], Site="https://lichess.org/idAAAAAA")
+    b = game(OPENINGS[0], Site="https://lichess.org/idBBBBBB")  # moves of a: duplicate
+    c = game(OPENINGS[1], Site="https://lichess.org/idBBBBBB")  # b's id, but b was rejected: kept
+    d = game(OPENINGS[2], Site="https://lichess.org/idAAAAAA")  # a's id: duplicate
+    for batch_games in (1, 2, 100):
+        _, accepted, rejects = run(tmp_path / str(batch_games), {"d.pgn": a + b + c + d}, batch_games=batch_games)
+        assert [g["source_index"] for g in accepted] == [0, 2]
+        assert [(r["game_index"], r["detail"].split(" as ")[0]) for r in rejects] == [
+            (1, "same moves"), (3, "same game id")]
+
+
 def test_metadata_columns(tmp_path):
     text = game("1. e4 { [%clk 0:03:00] } 1... e5 { [%clk 0:02:58.5] } 2. Nf3 c5", result="1/2-1/2",
                 UTCDate="2024.01.31", UTCTime="23:59:58", ECO="C20", Opening="King's Pawn Game",
