@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 import yaml
 
-from pipeline_fixtures import BIN, PROJECT, Api, prefect_server, toy_repo, toy_template  # noqa: F401
+from pipeline_fixtures import (BIN, PROJECT, Api, PipelineRun, copy_tree, pipeline_run, prefect_server,  # noqa: F401
+                               toy_repo, toy_template)
 
 pytestmark = pytest.mark.slow
 
@@ -147,3 +148,24 @@ def test_served_deployment_runs_when_triggered_through_the_api(
         except subprocess.TimeoutExpired:
             serve.kill()
             serve.wait()
+
+
+def test_a_real_pipeline_run_publishes_each_stages_outputs_and_the_key_metrics(
+        pipeline_run: PipelineRun, api: Api, tmp_path: Path) -> None:
+    repo = copy_tree(pipeline_run.repo, tmp_path / "repo")  # every stage up to date: the flow skips them
+    run_id, state = run_flow(repo)
+    assert state == "COMPLETED"
+    tasks = api.task_runs(run_id)
+    assert set(tasks) == {"validate", "convert", "train", "evaluate", "selfplay", "arena"}
+    lock = yaml.safe_load((repo / "dvc.lock").read_text())["stages"]
+    artifacts = api.artifacts(run_id)
+    for stage, entry in lock.items():
+        table = artifacts[f"{stage}-outputs"]["data"]
+        rows = json.loads(table) if isinstance(table, str) else table
+        assert {row["path"]: row["md5"] for row in rows} == {out["path"]: out["md5"] for out in entry["outs"]}
+    summary = artifacts["pipeline-summary"]["data"]
+    for words in ("| validate |", "games seen", "validation NLL", "move accuracy top-1", "own move legal",
+                  "| arena | rating", "| selfplay |", "skipped (up to date)"):
+        assert words in summary, words
+    assert f"({(repo / 'data/evaluate/report.md').resolve().as_uri()})" in summary  # the link to the report
+    assert (repo / "data/evaluate/report.md").resolve().as_uri() in artifacts["evaluation-report"]["data"]
