@@ -22,7 +22,7 @@ from tqdm import tqdm
 
 from chesscore import failures, validate_run
 from chesscore.convert import ConvertConfig, LeakageError, run_convert
-from stages.validate import PARAMS, config_from, read_params, worker_count
+from stages.params import PARAMS, config_from, read_params, worker_count
 
 
 def parser(defaults: dict[str, Any]) -> argparse.ArgumentParser:

@@ -59,6 +59,9 @@ def apply(values: dict[str, Any], params_path: Path = PARAMS) -> list[str]:
     rt = YAML(typ="rt")
     rt.preserve_quotes = True
     rt.width = 4096
+    rt.indent(mapping=2, sequence=4, offset=2)  # params.yaml's own style, so untouched lines stay as they are
+    rt.representer.add_representer(  # spell None as the file does ("null"), not as an empty value
+        type(None), lambda representer, _: representer.represent_scalar("tag:yaml.org,2002:null", "null"))
     document = rt.load(params_path.read_text(encoding="utf-8"))
     changed = []
     for key, value in values.items():
@@ -67,11 +70,53 @@ def apply(values: dict[str, Any], params_path: Path = PARAMS) -> list[str]:
         for part in parents:
             node = node[part]
         if node.get(leaf) != value:
-            node[leaf] = value
+            node[leaf] = _styled_like(node.get(leaf), value)
             changed.append(key)
     if changed:
         atomic_write(params_path, lambda f: rt.dump(document, f))
     return changed
+
+
+def _styled_like(old: Any, value: Any) -> Any:
+    """`value` as round-trip YAML nodes styled like the value it replaces: lists and mappings are
+    updated in place (their flow or block style and their items' comments stay), new nodes take
+    the style of their neighbours. Switching profiles back and forth gives the file back byte
+    for byte."""
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    if isinstance(value, list) and isinstance(old, CommentedSeq):
+        for i, item in enumerate(value):
+            if i >= len(old):
+                old.append(_new_like(old[-1] if len(old) else None, item))
+            elif old[i] != item:
+                old[i] = _styled_like(old[i], item)
+        del old[len(value):]
+        return old
+    if isinstance(value, dict) and isinstance(old, CommentedMap):
+        for key in [key for key in old if key not in value]:
+            del old[key]
+        for key, item in value.items():
+            if old.get(key) != item:
+                old[key] = _styled_like(old.get(key), item)
+        return old
+    return _new_like(old, value)
+
+
+def _new_like(template: Any, value: Any) -> Any:
+    """A new node for `value` in the style (flow or block) of `template`, which is left alone."""
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    if not isinstance(value, (list, dict)):
+        return value
+    if isinstance(value, list):
+        first = template[0] if isinstance(template, list) and template else None
+        node: Any = CommentedSeq(_new_like(first, item) for item in value)
+    else:
+        node = CommentedMap((k, _new_like(template.get(k) if isinstance(template, dict) else None, v))
+                            for k, v in value.items())
+    if getattr(getattr(template, "fa", None), "flow_style", lambda: False)():
+        node.fa.set_flow_style()
+    return node
 
 
 def set_arguments(values: dict[str, Any]) -> list[str]:

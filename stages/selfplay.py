@@ -24,7 +24,7 @@ from chesscore import failures
 from chesscore.selfplay_parallel import WorkerDied
 from chesscore.selfplay_run import CHECKPOINT, STATS, Execution, RunConfig, run_selfplay
 from chesscore.train_state import ResumeRefused
-from stages.validate import PARAMS, config_from, read_params
+from stages.params import PARAMS, config_from, read_params
 
 
 def parser(defaults: dict[str, Any]) -> argparse.ArgumentParser:

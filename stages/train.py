@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from chesscore import failures
-from stages.validate import PARAMS, read_params
+from stages.params import PARAMS, read_params
 
 
 def _optional(kind):

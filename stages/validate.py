@@ -15,47 +15,18 @@ after writing everything it could read.
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import yaml
 from tqdm import tqdm
 
 from chesscore import failures
 from chesscore.pgn_input import find_inputs
 from chesscore.validate import ValidateConfig
 from chesscore.validate_run import run_validate
-
-PARAMS = Path("params.yaml")
-
-
-def read_params(path: Path, section: str) -> dict[str, Any]:
-    """One section of the params file ({} when the file or the section is absent)."""
-    if not path.is_file():
-        return {}
-    values = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get(section) or {}
-    if not isinstance(values, dict):
-        raise failures.Refused(f"{path}: `{section}:` is not a mapping")
-    return values
-
-
-def worker_count(value: int) -> int:
-    """0 means one worker per CPU core."""
-    return value if value > 0 else (os.cpu_count() or 1)
-
-
-def config_from(values: dict[str, Any], cls: type, path: Path, section: str) -> Any:
-    """A config dataclass from the params section's matching keys (lists become tuples)."""
-    fields = {f.name for f in dataclasses.fields(cls)}
-    chosen = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items() if k in fields}
-    try:
-        return cls(**chosen)
-    except (TypeError, ValueError) as error:
-        raise failures.Refused(f"{path}: `{section}:` {error}") from None
+from stages.params import PARAMS, config_from, read_params, worker_count
 
 
 def parser(defaults: dict[str, Any]) -> argparse.ArgumentParser:

@@ -1,0 +1,46 @@
+"""params.yaml for the stage CLIs: one section read, a config dataclass built from it.
+
+    values = read_params(PARAMS, "convert")                    # {} when the file or section is absent
+    config = config_from(values, ConvertConfig, PARAMS, "convert")
+
+Kept apart from any stage so that a stage importing these helpers does not import (and so, for
+DVC, depend on) another stage's code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from chesscore import failures
+
+PARAMS = Path("params.yaml")
+
+
+def read_params(path: Path, section: str) -> dict[str, Any]:
+    """One section of the params file ({} when the file or the section is absent)."""
+    if not path.is_file():
+        return {}
+    values = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get(section) or {}
+    if not isinstance(values, dict):
+        raise failures.Refused(f"{path}: `{section}:` is not a mapping")
+    return values
+
+
+def worker_count(value: int) -> int:
+    """0 means one worker per CPU core."""
+    return value if value > 0 else (os.cpu_count() or 1)
+
+
+def config_from(values: dict[str, Any], cls: type, path: Path, section: str) -> Any:
+    """A config dataclass from the params section's matching keys (lists become tuples)."""
+    fields = {f.name for f in dataclasses.fields(cls)}
+    chosen = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items() if k in fields}
+    try:
+        return cls(**chosen)
+    except (TypeError, ValueError) as error:
+        raise failures.Refused(f"{path}: `{section}:` {error}") from None
