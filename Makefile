@@ -11,6 +11,7 @@ setup:
 
 demo: setup
 	dvc repro
+	@python -m stages.summary
 
 test: setup
 	bash .ci/test $(PYTEST_ARGS)
