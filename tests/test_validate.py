@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
 from chesscore import pgn_meta
+from chesscore.dedup import SeenKeys
 from chesscore.pgn_input import read_blocks
 from chesscore.pgn_parse import parse_batch
 from chesscore.pgn_split import split_games
@@ -181,3 +183,18 @@ def test_batch_columns_match_the_per_game_functions():
         stamp = columns["utc_datetime"][i]
         assert (None if stamp is None else int(stamp.timestamp())) == seconds, h
     assert len(headers) > 1700
+
+
+@pytest.mark.parametrize("flush", [7, 100, 1 << 16])
+def test_seen_keys_keep_the_first_occurrence_across_spills_and_merges(flush):
+    rng = np.random.default_rng(flush)
+    seen, first = SeenKeys(flush=flush), {}
+    keys = rng.integers(0, 3000, 12_000).astype(np.uint64)
+    for start in range(0, len(keys), 37):
+        chunk = keys[start:start + 37]
+        assert seen.lookup(chunk).tolist() == [first.get(int(k), -1) for k in chunk]
+        for offset, key in enumerate(chunk.tolist()):
+            if key not in first:  # the callers add only keys they found unseen
+                first[key] = start + offset
+                seen.add(key, start + offset)
+    assert len(seen) == len(first)
