@@ -132,10 +132,14 @@ def columns(headers: list[dict[str, str]]) -> dict[str, pa.Array]:
     out.update(_per_value(out["time_control"], parse_time_control,
                           {"base_seconds": pa.int32(), "increment_seconds": pa.int32(), "time_control_class": pa.string()}))
     out.update(_per_value(out["event"], lambda e: (rated(e),), {"rated": pa.bool_()}))
-    when = pc.binary_join_element_wise(tag["UTCDate"], tag["UTCTime"], " ")
-    stamp = pc.strptime(when, format="%Y.%m.%d %H:%M:%S", unit="s", error_is_null=True)
-    exact = pc.equal(pc.strftime(stamp, format="%Y.%m.%d %H:%M:%S"), when)  # strptime rolls Feb 30 over
-    out["utc_datetime"] = pc.if_else(exact, stamp, pa.scalar(None, stamp.type)).cast(pa.timestamp("s", tz="UTC"))
+    # A dump has a few dozen dates: each is checked once; times are checked column-wise.
+    day = _per_value(tag["UTCDate"], lambda date: (None if date is None else _day(date),), {"day": pa.int64()})["day"]
+    well_formed = pc.match_substring_regex(tag["UTCTime"], r"^([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]$")
+    time = pc.if_else(well_formed, tag["UTCTime"], pa.scalar(None, pa.string()))
+    hours, minutes, seconds = (pc.cast(pc.utf8_slice_codeunits(time, start, start + 2), pa.int64()) for start in (0, 3, 6))
+    of_day = pc.add(pc.add(pc.multiply(hours, 3600), pc.multiply(minutes, 60)), seconds)
+    stamp = pc.add(pc.multiply(day, 86400), of_day)
+    out["utc_datetime"] = stamp.cast(pa.timestamp("s", tz="UTC"))
     return out
 
 

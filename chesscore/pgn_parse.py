@@ -69,7 +69,7 @@ def parse_batch(texts: list[str], to_reference: list[bool] | None = None,
         return ParsedBatch()
     forced = np.zeros(len(texts), bool) if to_reference is None else np.asarray(to_reference, bool)
     at = movetext_at or [0] * len(texts)
-    tags = [dict(_TAG.findall(text, 0, a)) if a else None for text, a in zip(texts, at)]
+    tags = [read_tags(text[:a - 2]) if a else None for text, a in zip(texts, at)]
     parsed = rust_pgn.parse_games_from_strings([t[a:] if a else t for t, a in zip(texts, at)], num_threads=1)
     if len(parsed) != len(texts):  # it skips texts with no game in them: go one by one
         return _concat([reference(text) if force else _one(text) for text, force in zip(texts, forced)])
@@ -92,6 +92,18 @@ def parse_batch(texts: list[str], to_reference: list[bool] | None = None,
             parts.append(columns.games(start, len(columns.valid)))
         done += len(columns.valid)
     return parts[0] if len(parts) == 1 else _concat(parts)
+
+
+def read_tags(head: str) -> dict[str, str]:
+    """The tags of a plain tag paragraph (lines `[Name "value"]`), as python-chess reads them:
+    split by hand, with python-chess's own pattern for any line that is not this simple."""
+    tags = {}
+    for line in head.split("\n"):
+        name, quote, value = line[1:-2].partition(' "')
+        if not (quote and name.isascii() and name.isalnum()):
+            return dict(_TAG.findall(head))
+        tags[name] = value
+    return tags
 
 
 def _one(text: str) -> ParsedBatch:

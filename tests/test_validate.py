@@ -168,6 +168,8 @@ def test_batch_columns_match_the_per_game_functions():
     headers += [{"WhiteElo": "12345678", "BlackElo": "-5"}, {"WhiteElo": "40000", "BlackElo": "0"},
                 {"UTCDate": "2021.02.30", "UTCTime": "10:00:00"}, {"UTCDate": "2021.02.03", "UTCTime": "24:00:00"},
                 {"UTCDate": "2021.2.3", "UTCTime": "10:00:00"}, {"UTCDate": "2021.02.03", "UTCTime": "23:59:60"},
+                {"UTCDate": "2021.02.03", "UTCTime": "??:??:??"}, {"UTCDate": "2021.02.03", "UTCTime": "1:02:03"},
+                {"UTCDate": "2021.02.03", "UTCTime": "01:02:03 "}, {"UTCDate": "2021.02.03"},
                 {"TimeControl": "abc", "Event": "?"}, {"TimeControl": "0+0"}, {"Event": "casual game"}]
     columns = {name: array.to_pylist() for name, array in pgn_meta.columns(headers).items()}
     for i, h in enumerate(headers):
