@@ -99,9 +99,14 @@ def lines(facts: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append(("arena", "not run yet"))
     else:
         rating = a.get("rating") or {}
-        rows.append(("arena", f"rating {_num(rating.get('rating'), 0)} [{_num(rating.get('low'), 0)}, "
-                              f"{_num(rating.get('high'), 0)}] on Stockfish anchors; illegal attempts "
-                              f"{_pct(a.get('illegal_attempt_rate'))}"))
+        if rating.get("rating") is not None:
+            estimate = (f"rating {_num(rating['rating'], 0)} [{_num(rating.get('low'), 0)}, "
+                        f"{_num(rating.get('high'), 0)}] on the Stockfish anchors")
+        elif rating.get("high") is not None:  # every anchored game lost: only an upper bound exists
+            estimate = f"rating below {_num(rating['high'], 0)} (95%; lost every game against the Stockfish anchors)"
+        else:
+            estimate = "no rating (no games against the Stockfish anchors)"
+        rows.append(("arena", f"{estimate}; illegal attempts {_pct(a.get('illegal_attempt_rate'))}"))
         for name, o in a.get("opponents", {}).items():
             rows.append(("", f"  vs {name}: +{o['wins']} ={o['draws']} -{o['losses']}, score {_num(o['score'], 2)}"))
     return rows
