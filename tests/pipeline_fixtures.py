@@ -7,6 +7,7 @@ module's globals, so a fixture imported into several test modules still runs onc
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -23,6 +24,14 @@ import yaml
 
 PROJECT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
+# The stages in the order the pipeline runs them.
+STAGES = ["validate", "convert", "train", "evaluate", "selfplay", "arena"]
+# Outputs that differ between two clean runs by design, so never compared byte for byte: the
+# wall-clock measurements in train's results/events and self-play's stats, and the arena, whose
+# Stockfish opponents are not deterministic (Skill Level / UCI_Elo pick moves with a time-seeded
+# random generator, and movetime searches depend on speed).
+NOT_REPRODUCIBLE = re.compile(r"^data/(train/(results\.json|events\.jsonl)|selfplay/stats\.json|arena/)")
+
 _SERVER: dict[str, Any] = {}
 _PIPELINE: dict[str, "PipelineRun"] = {}
 
@@ -101,7 +110,8 @@ def toy_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = init_repo(tmp_path_factory.mktemp("toy") / "repo")
     (path / "step.py").write_text(TOY_STAGE)
     (path / "dvc.yaml").write_text(TOY_DVC)
-    (path / "params.yaml").write_text("validate:\n  raw: data/raw\n")
+    (path / "params.yaml").write_text("validate:\n  raw: data/raw\ntoy:\n  greeting: hello\n"
+                                      "profiles:\n  demo:\n    toy.greeting: hello\n  other:\n    toy.greeting: bonjour\n")
     run(["git", "add", "-A"], path)
     run(["git", "commit", "-qm", "toy pipeline"], path)
     return path

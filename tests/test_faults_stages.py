@@ -15,8 +15,7 @@ import yaml
 
 from chesscore.checkpoint import load
 from chesscore.fileio import sha256_file
-from pipeline_fixtures import PipelineRun, copy_tree, dvc, output_files, pipeline_run  # noqa: F401
-from test_pipeline import NOT_REPRODUCIBLE, STAGES
+from pipeline_fixtures import NOT_REPRODUCIBLE, STAGES, PipelineRun, copy_tree, dvc, output_files, pipeline_run  # noqa: F401
 
 pytestmark = pytest.mark.slow
 TEMPORARY = re.compile(r"^\..*\.tmp$")  # chesscore.fileio.atomic_write's temporary names

@@ -84,7 +84,11 @@ def test_killed_stage_is_retried_and_the_run_publishes_artifacts(
 def test_bad_input_fails_at_once_with_the_stages_message(
         toy_repo: Path, api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHESSCORE_FAULT", "second:bad-input")
-    run_id, state = run_flow(toy_repo, retry_delay_seconds=30)  # a retry would show in the time taken
+    (toy_repo / "incoming").mkdir()
+    run_id, state = run_flow(toy_repo, retry_delay_seconds=30, profile="other", input_dir=str(toy_repo / "incoming"))
+    # The profile and the input folder were written into params.yaml before any stage ran.
+    assert yaml.safe_load((toy_repo / "params.yaml").read_text())["toy"]["greeting"] == "bonjour"
+    assert yaml.safe_load((toy_repo / "params.yaml").read_text())["validate"]["raw"] == "incoming"
 
     assert state == "FAILED"
     tasks = api.task_runs(run_id)
@@ -169,3 +173,13 @@ def test_a_real_pipeline_run_publishes_each_stages_outputs_and_the_key_metrics(
         assert words in summary, words
     assert f"({(repo / 'data/evaluate/report.md').resolve().as_uri()})" in summary  # the link to the report
     assert (repo / "data/evaluate/report.md").resolve().as_uri() in artifacts["evaluation-report"]["data"]
+
+
+def test_telemetry_is_off_wherever_the_flow_is_started(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "DVC_"))}
+    probe = ("import flows.pipeline, os; from prefect.settings import get_current_settings; "
+             "print(get_current_settings().server.analytics_enabled, os.environ['DVC_NO_ANALYTICS'])")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)  # outside the checkout: pyproject.toml's setting does not apply here
+    assert done.stdout.split() == ["False", "true"], done.stderr
+    assert "analytics = false" in (PROJECT / ".dvc/config").read_text()

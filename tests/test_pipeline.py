@@ -14,26 +14,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline_fixtures import (BIN, PipelineRun, copy_tree, dvc, output_files, pipeline_run,  # noqa: F401
-                               run)
+from pipeline_fixtures import (BIN, NOT_REPRODUCIBLE, STAGES, PipelineRun, copy_tree, dvc,  # noqa: F401
+                               output_files, pipeline_run, run)
 
 pytestmark = pytest.mark.slow
-STAGES = ["validate", "convert", "train", "evaluate", "selfplay", "arena"]
-# Outputs that differ between two clean runs by design, so never compared byte for byte: the
-# wall-clock measurements in train's results/events and self-play's stats, and the arena, whose
-# Stockfish opponents are not deterministic (Skill Level / UCI_Elo pick moves with a time-seeded
-# random generator, and movetime searches depend on speed).
-NOT_REPRODUCIBLE = re.compile(r"^data/(train/(results\.json|events\.jsonl)|selfplay/stats\.json|arena/)")
-
 
 def ran_and_skipped(output: str) -> tuple[set[str], set[str]]:
     ran = set(re.findall(r"Running stage '([^']+)'", output))
     skipped = set(re.findall(r"Stage '([^']+)' didn't change, skipping", output))
     return ran, skipped
-
-
-def reproducible(outputs: dict[str, str]) -> dict[str, str]:
-    return {path: digest for path, digest in outputs.items() if not NOT_REPRODUCIBLE.match(path)}
 
 
 def test_every_stage_ran_and_the_summary_has_every_line(pipeline_run: PipelineRun) -> None:
