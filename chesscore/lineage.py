@@ -62,7 +62,7 @@ def claim_node(label: str, path: Path, claims: list[tuple[str, str, str]]) -> No
 
 
 class Audit:
-    """Builds the tree; each artifact is expanded once (later mentions say "see above")."""
+    """Builds the tree; each artifact is expanded once (later mentions say "expanded above")."""
 
     def __init__(self, root: Path):
         self.root = root.resolve()

@@ -174,6 +174,12 @@ def test_a_real_pipeline_run_publishes_each_stages_outputs_and_the_key_metrics(
     assert f"({(repo / 'data/evaluate/report.md').resolve().as_uri()})" in summary  # the link to the report
     assert (repo / "data/evaluate/report.md").resolve().as_uri() in artifacts["evaluation-report"]["data"]
 
+    # A chosen subset runs in DAG order, whatever order it was given in.
+    run_id, state = run_flow(repo, stages=["arena", "validate"])
+    assert state == "COMPLETED"
+    tasks = sorted(api.task_runs(run_id).values(), key=lambda task: task["start_time"])
+    assert [task["name"] for task in tasks] == ["validate", "arena"]
+
 
 def test_telemetry_is_off_wherever_the_flow_is_started(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "DVC_"))}
