@@ -37,7 +37,7 @@ INPUT_PARAM = "validate.raw"  # the params.yaml key that names the raw PGN input
 
 
 class StageFailed(RuntimeError):
-    """A stage's `dvc repro` failed; `retryable` says whether another attempt may pass."""
+    """A stage's `dvc repro` failed; `failure.retryable` says whether another attempt may pass."""
 
     def __init__(self, stage: str, failure: dvc_stages.Failure):
         code = "" if failure.exit_code is None else f", exit {failure.exit_code}"

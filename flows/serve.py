@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> None:
         schedules=[Cron(args.cron, timezone=args.timezone)],
         parameters={"profile": args.profile, "stages": args.stages, "input_dir": args.input_dir,
                     "repo": args.repo, "retries": args.retries, "retry_delay_seconds": args.retry_delay_seconds},
-        description="The DVC pipeline (validate -> convert -> train -> evaluate -> arena -> selfplay), "
+        description="The DVC pipeline (validate, convert, train, evaluate, selfplay, arena), "
                     "one task per stage, retried when a retry can help.",
         tags=["chesscore", "dvc"],
         limit=1,  # one run at a time: two would only wait on each other's DVC lock
