@@ -4,7 +4,7 @@
     lichess_id("https://lichess.org/IW4ZfyAW")   # "IW4ZfyAW"
     utc_seconds("2021.10.01", "00:00:05")        # 1633046405
 
-    columns([headers, ...])                      # the same, for a batch of games, as Arrow arrays
+    columns(tag_table)                           # the same for a batch of games, as Arrow arrays
 
 Unknown or malformed values ("?", "????.??.??", "", "-" for a rating) read as None.
 """
@@ -17,6 +17,8 @@ import re
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from chesscore.pgn_tags import TagTable
 
 # Lichess's classes by estimated game duration in seconds (base + 40 x increment), upper bounds.
 TIME_CONTROL_CLASSES = (("ultrabullet", 29), ("bullet", 179), ("blitz", 479), ("rapid", 1499),
@@ -78,7 +80,7 @@ def lichess_id(headers: dict[str, str]) -> str | None:
 
 
 def rating(value: str | None) -> int | None:
-    if value is None or not value.isdigit():
+    if value is None or not (value.isascii() and value.isdigit()):
         return None
     number = int(value)
     return number if number < 32768 else None
@@ -121,14 +123,14 @@ def is_bot(headers: dict[str, str]) -> bool:
     return headers.get("WhiteTitle") == "BOT" or headers.get("BlackTitle") == "BOT"
 
 
-def columns(headers: list[dict[str, str]]) -> dict[str, pa.Array]:
+def columns(tags: TagTable) -> dict[str, pa.Array]:
     """The metadata columns of chesscore.shards.SCHEMA for a batch of games' tags, computed a
     column at a time (the same values as the functions above, game by game)."""
-    tag = {name: pa.array([h.get(name) for h in headers], pa.string())
+    tag = {name: tags.column(name)
            for name in set(TEXT_TAGS.values()) | {"Result", "WhiteElo", "BlackElo", "UTCDate", "UTCTime", "TimeControl"}}
     out = {column: _known_array(tag[name]) for column, name in TEXT_TAGS.items()}
     out["result"], out["time_control"] = tag["Result"], tag["TimeControl"]  # "-" is correspondence
-    out["white_elo"], out["black_elo"] = _rating_array(tag["WhiteElo"]), _rating_array(tag["BlackElo"])
+    out["white_elo"], out["black_elo"] = rating_array(tag["WhiteElo"]), rating_array(tag["BlackElo"])
     out.update(_per_value(out["time_control"], parse_time_control,
                           {"base_seconds": pa.int32(), "increment_seconds": pa.int32(), "time_control_class": pa.string()}))
     out.update(_per_value(out["event"], lambda e: (rated(e),), {"rated": pa.bool_()}))
@@ -147,10 +149,31 @@ def _known_array(values: pa.Array) -> pa.Array:
     return pc.if_else(pc.is_in(values, value_set=_UNKNOWN_ARRAY), pa.scalar(None, pa.string()), values)
 
 
-def _rating_array(values: pa.Array) -> pa.Array:
-    digits = pc.and_(pc.utf8_is_digit(values), pc.less_equal(pc.utf8_length(values), 5))
-    numbers = pc.cast(pc.if_else(digits, values, pa.scalar(None, pa.string())), pa.int32())
-    return pc.if_else(pc.less(numbers, 32768), numbers, pa.scalar(None, pa.int32())).cast(pa.int16())
+def lichess_ids(tags: TagTable) -> list[str | None]:
+    """lichess_id of every game: the usual Site form column-wise, the rest one by one."""
+    site = tags.column("Site")
+    usual = pc.and_(pc.and_(pc.starts_with(site, "https://lichess.org/"), pc.equal(pc.utf8_length(site), 28)),
+                    pc.utf8_is_alnum(pc.utf8_slice_codeunits(site, 20, 28)))
+    ids = pc.if_else(usual, pc.utf8_slice_codeunits(site, 20, 28), pa.scalar(None, pa.string())).to_pylist()
+    missing = [i for i, found in enumerate(ids) if found is None]
+    if missing:
+        others = {name: tags.column(name).take(pa.array(missing)).to_pylist() for name in ("Site", "GameId", "LichessURL")}
+        for n, i in enumerate(missing):
+            ids[i] = lichess_id({name: values[n] for name, values in others.items() if values[n] is not None})
+    return ids
+
+
+def time_control_classes(values: pa.Array) -> pa.Array:
+    """time_control_class of each TimeControl value."""
+    return _per_value(values, lambda value: (parse_time_control(value)[2],), {"kind": pa.string()})["kind"]
+
+
+def rating_array(values: pa.Array) -> pa.Array:
+    """rating() of each value (int16, null where it gives None)."""
+    digits = pc.and_(pc.and_(pc.string_is_ascii(values), pc.utf8_is_digit(values)),
+                     pc.less_equal(pc.utf8_length(values), 18))
+    numbers = pc.cast(pc.if_else(digits, values, pa.scalar(None, pa.string())), pa.int64())
+    return pc.if_else(pc.less(numbers, 32768), numbers, pa.scalar(None, pa.int64())).cast(pa.int16())
 
 
 def _per_value(values: pa.Array, function, types: dict[str, pa.DataType]) -> dict[str, pa.Array]:

@@ -13,7 +13,6 @@ promotion -1 (none) or the piece type 2..5 (knight..queen); castling is the king
 from __future__ import annotations
 
 import io
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -22,16 +21,17 @@ import chess.pgn
 import numpy as np
 import rust_pgn_reader_python_binding as rust_pgn
 
+from chesscore.pgn_tags import TAG_LINE, TagTable
+
 OUTCOME_TOKEN = {"White": "1-0", "Black": "0-1", "Draw": "1/2-1/2", "Unknown": "*", None: None}
-# python-chess's tag line (chess.pgn.TAG_REGEX), one line at a time in a multi-line text.
-_TAG = re.compile(r'^\[([A-Za-z0-9][A-Za-z0-9_+#=:-]*)\s+"([^\r\n]*)"\][^\S\n]*$', re.M)
+
 
 
 @dataclass
 class ParsedBatch:
     """Columnar parse results of n games; the moves of game i are rows offsets[i]:offsets[i+1]."""
 
-    headers: list[dict[str, str]] = field(default_factory=list)
+    heads: list[str | dict[str, str]] = field(default_factory=list)  # a tag paragraph, or tags read
     offsets: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
     from_squares: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
     to_squares: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
@@ -44,7 +44,21 @@ class ParsedBatch:
     parser: list[str] = field(default_factory=list)  # "rust" or "python-chess"
 
     def __len__(self) -> int:
-        return len(self.headers)
+        return len(self.heads)
+
+    @property
+    def tags(self) -> TagTable:
+        """The tags of all games as one table (built on first use)."""
+        if getattr(self, "_tags", None) is None:
+            self._tags = TagTable.build(self.heads)
+        return self._tags
+
+    @property
+    def headers(self) -> list[dict[str, str]]:
+        """Each game's tags as a dict (built on first use: for tests and messages)."""
+        if getattr(self, "_headers", None) is None:
+            self._headers = self.tags.rows()
+        return self._headers
 
     def plies(self) -> np.ndarray:
         return np.diff(self.offsets)
@@ -69,7 +83,7 @@ def parse_batch(texts: list[str], to_reference: list[bool] | None = None,
         return ParsedBatch()
     forced = np.zeros(len(texts), bool) if to_reference is None else np.asarray(to_reference, bool)
     at = movetext_at or [0] * len(texts)
-    tags = [read_tags(text[:a - 2]) if a else None for text, a in zip(texts, at)]
+    tags = [text[:a - 2] if a else None for text, a in zip(texts, at)]  # plain tag paragraphs
     parsed = rust_pgn.parse_games_from_strings([t[a:] if a else t for t, a in zip(texts, at)], num_threads=1)
     if len(parsed) != len(texts):  # it skips texts with no game in them: go one by one
         return _concat([reference(text) if force else _one(text) for text, force in zip(texts, forced)])
@@ -81,7 +95,8 @@ def parse_batch(texts: list[str], to_reference: list[bool] | None = None,
         for bad in np.flatnonzero(~columns.valid | forced[done:done + len(columns.valid)]):
             if bad > start:
                 parts.append(columns.games(start, int(bad)))
-            headers = columns.headers[bad]
+            head = columns.heads[bad]
+            headers = head if isinstance(head, dict) else dict(TAG_LINE.findall(head))
             if rejected_by_tags is not None and not forced[done + bad] and rejected_by_tags(headers):
                 parts.append(_single(headers, [], [], None, False, False,
                                      ("unparsable", "not read: its tags reject it"), parser="rust"))
@@ -94,18 +109,6 @@ def parse_batch(texts: list[str], to_reference: list[bool] | None = None,
     return parts[0] if len(parts) == 1 else _concat(parts)
 
 
-def read_tags(head: str) -> dict[str, str]:
-    """The tags of a plain tag paragraph (lines `[Name "value"]`), as python-chess reads them:
-    split by hand, with python-chess's own pattern for any line that is not this simple."""
-    tags = {}
-    for line in head.split("\n"):
-        name, quote, value = line[1:-2].partition(' "')
-        if not (quote and name.isascii() and name.isalnum()):
-            return dict(_TAG.findall(head))
-        tags[name] = value
-    return tags
-
-
 def _one(text: str) -> ParsedBatch:
     parsed = rust_pgn.parse_game(text)
     if len(parsed) == 1 and parsed.chunks[0].valid.all():
@@ -116,12 +119,12 @@ def _one(text: str) -> ParsedBatch:
 class _Columns:
     """The arrays of one Rust result chunk, read once (each property access builds them)."""
 
-    def __init__(self, chunk, tags: list[dict[str, str] | None] | None = None) -> None:
+    def __init__(self, chunk, heads: list[str | None] | None = None) -> None:
         self.valid = chunk.valid
         self.offsets = chunk.move_offsets.astype(np.int64)
-        self.headers, self.outcome = chunk.headers, chunk.outcome
-        if tags is not None:  # tags read before Rust saw the movetext alone
-            self.headers = [mine if mine is not None else theirs for mine, theirs in zip(tags, self.headers)]
+        self.heads, self.outcome = chunk.headers, chunk.outcome
+        if heads is not None:  # plain tag paragraphs, cut off before Rust saw the movetext alone
+            self.heads = [mine if mine is not None else theirs for mine, theirs in zip(heads, self.heads)]
         self.from_squares, self.to_squares = chunk.from_squares, chunk.to_squares
         self.promotions, self.clocks = chunk.promotions, chunk.clocks
         self.checkmate, self.stalemate = chunk.is_checkmate, chunk.is_stalemate
@@ -131,7 +134,7 @@ class _Columns:
         offsets = self.offsets[start:stop + 1]
         first, last = int(offsets[0]), int(offsets[-1])
         return ParsedBatch(
-            headers=self.headers[start:stop], offsets=offsets - first,
+            heads=self.heads[start:stop], offsets=offsets - first,
             from_squares=self.from_squares[first:last], to_squares=self.to_squares[first:last],
             promotions=self.promotions[first:last], clocks=self.clocks[first:last],
             result_token=[OUTCOME_TOKEN[o] for o in self.outcome[start:stop]],
@@ -142,7 +145,7 @@ class _Columns:
 def _concat(parts: list[ParsedBatch]) -> ParsedBatch:
     sizes = np.cumsum([0] + [len(p.from_squares) for p in parts[:-1]])
     return ParsedBatch(
-        headers=[h for p in parts for h in p.headers],
+        heads=[h for p in parts for h in p.heads],
         offsets=np.concatenate([[0]] + [p.offsets[1:] + size for p, size in zip(parts, sizes)]).astype(np.int64),
         from_squares=np.concatenate([p.from_squares for p in parts]),
         to_squares=np.concatenate([p.to_squares for p in parts]),
@@ -215,7 +218,7 @@ def reference(text: str) -> ParsedBatch:
 def _single(headers, moves, clocks, result, checkmate, stalemate, error, parser="python-chess") -> ParsedBatch:
     encodable = [m for m in moves if m and m.drop is None]
     return ParsedBatch(
-        headers=[headers], offsets=np.array([0, len(encodable)], np.int64),
+        heads=[headers], offsets=np.array([0, len(encodable)], np.int64),
         from_squares=np.array([m.from_square for m in encodable], np.uint8),
         to_squares=np.array([m.to_square for m in encodable], np.uint8),
         promotions=np.array([m.promotion or -1 for m in encodable], np.int8),

@@ -21,21 +21,23 @@ Duplicates are found across batches and files by the caller (chesscore.validate_
 from __future__ import annotations
 
 import gc
-import hashlib
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import chess
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from chesscore import pgn_meta as meta
-from chesscore import tokens
-from chesscore.pgn_parse import ParsedBatch, parse_batch
+from chesscore.pgn_parse import parse_batch
 from chesscore.pgn_split import RawGame
-from chesscore.shards import SCHEMA, tokens_array
+from chesscore.pgn_tags import TagTable
+from chesscore.validate_rows import accepted_rows
 
 RESULTS = ("1-0", "0-1", "1/2-1/2")
+_RESULTS = pa.array(RESULTS)
+_STANDARD = pa.array(sorted(meta.STANDARD_VARIANTS | {"from position"}))
 
 
 @dataclass(frozen=True)
@@ -174,64 +176,61 @@ def _validate_batch(job: BatchJob) -> BatchResult:
     parsed = parse_batch(texts, [game.odd for game in raws], movetext_at,
                          rejected_by_tags=lambda headers: tags_verdict(headers) is not None)
     plies = parsed.plies()
-    accepted = []
-    for k, game in enumerate(raws):
-        headers = parsed.headers[k]
+    broken = broken_rules(job.config, parsed.tags, plies, parsed.result_token, parsed.checkmate,
+                          parsed.stalemate, parsed.error)
+    accepted = np.flatnonzero(~broken)
+    rejected = np.flatnonzero(broken).tolist()
+    for k, headers in zip(rejected, parsed.tags.rows(rejected)):  # the reason and its detail, one by one
         verdict = judge(job.config, headers, int(plies[k]), parsed.result_token[k],
                         bool(parsed.checkmate[k]), bool(parsed.stalemate[k]), parsed.error[k])
         if verdict is None:
-            accepted.append(k)
-        else:
-            rejects.append((game.index, game.offset, meta.lichess_id(headers), *verdict))
+            raise AssertionError(f"{job.source_path}: game {raws[k].index}: the column-wise rules reject "
+                                 f"it and the per-game rules do not")
+        rejects.append((raws[k].index, raws[k].offset, meta.lichess_id(headers), *verdict))
     rejects.sort()
-    rows, id_keys, move_keys = _rows(job, parsed, raws, np.array(accepted, np.int64))
+    rows, id_keys, move_keys = accepted_rows(job.source_sha256, parsed, raws, accepted)
     return BatchResult(rows, id_keys, move_keys, rejects, len(job.games), parsed.parser.count("python-chess"))
 
 
-def _gather(offsets: np.ndarray, picks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Flat positions of the picked ragged rows, and the picked rows' new offsets."""
-    lengths = offsets[picks + 1] - offsets[picks]
-    new_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    positions = np.arange(new_offsets[-1], dtype=np.int64) + np.repeat(offsets[picks] - new_offsets[:-1], lengths)
-    return positions, new_offsets
+def broken_rules(config: ValidateConfig, tags: TagTable, plies: np.ndarray, result_token: list[str | None],
+                 checkmate: np.ndarray, stalemate: np.ndarray, error: list) -> np.ndarray:
+    """True for every game `judge` rejects, computed a rule at a time over the whole batch (a
+    test holds the two equal); `judge` then names the reason of each rejected game."""
+    def mask(array: pa.Array) -> np.ndarray:
+        return pc.fill_null(array, False).to_numpy(zero_copy_only=False)
 
+    def present(name: str) -> pa.Array:
+        return pc.not_equal(pc.fill_null(tags.column(name), ""), "")
 
-def _token_values(parsed: ParsedBatch, positions: np.ndarray, move_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """triples-v1 tokens of the picked games: BOS, (from, to, promotion) per ply, EOS."""
-    plies = np.diff(move_offsets)
-    token_offsets = np.concatenate([[0], np.cumsum(3 * plies + 2)]).astype(np.int64)
-    values = np.empty(token_offsets[-1], np.uint8)
-    values[token_offsets[:-1]] = tokens.BOS
-    values[token_offsets[1:] - 1] = tokens.EOS
-    game_of_move = np.repeat(np.arange(len(plies)), plies)
-    at = token_offsets[:-1][game_of_move] + 1 + 3 * (np.arange(len(positions)) - move_offsets[:-1][game_of_move])
-    promotions = parsed.promotions[positions].astype(np.int16)
-    values[at] = parsed.from_squares[positions]
-    values[at + 1] = parsed.to_squares[positions]
-    values[at + 2] = np.where(promotions < 0, tokens.NO_PROMOTION, promotions + (tokens.KNIGHT - chess.KNIGHT))
-    return values, token_offsets
-
-
-def _rows(job: BatchJob, parsed: ParsedBatch, raws: list[RawGame],
-          picks: np.ndarray) -> tuple[pa.RecordBatch, np.ndarray, np.ndarray]:
-    positions, move_offsets = _gather(parsed.offsets, picks)
-    values, token_offsets = _token_values(parsed, positions, move_offsets)
-    view = memoryview(values)
-    move_keys = np.frombuffer(b"".join(hashlib.blake2b(view[s:e], digest_size=8).digest()
-                                       for s, e in zip(token_offsets[:-1], token_offsets[1:])), np.uint64)
-    headers = [parsed.headers[k] for k in picks.tolist()]
-    lichess = [meta.lichess_id(h) for h in headers]
-    id_digests = b"".join(hashlib.blake2b(i.encode(), digest_size=8).digest() if i else bytes(8) for i in lichess)
-    arrays = meta.columns(headers)
-    arrays["game_id"] = pa.array([i or f"moves:{key:016x}" for i, key in zip(lichess, move_keys.tolist())], pa.string())
-    arrays["source_sha256"] = pa.array([job.source_sha256] * len(headers), pa.string())
-    arrays["source_index"] = pa.array([raws[k].index for k in picks.tolist()], pa.int64())
-    arrays["source_offset"] = pa.array([raws[k].offset for k in picks.tolist()], pa.int64())
-    arrays["plies"] = pa.array(np.diff(move_offsets).astype(np.int16))
-    clocks = parsed.clocks[positions]
-    has_clock = np.add.reduceat(~np.isnan(clocks), move_offsets[:-1]) > 0 if len(picks) else np.zeros(0, bool)
-    arrays["tokens"] = tokens_array(values, token_offsets)
-    arrays["clocks"] = pa.ListArray.from_arrays(pa.array(move_offsets, pa.int32()), pa.array(clocks, pa.float32()),
-                                                mask=pa.array(~has_clock))
-    batch = pa.RecordBatch.from_arrays([arrays[name] for name in SCHEMA.names], schema=SCHEMA)
-    return batch, np.frombuffer(id_digests, np.uint64), move_keys
+    variant = pc.utf8_lower(tags.column("Variant"))
+    fen = tags.column("FEN")
+    broken = mask(pc.and_(present("Variant"), pc.invert(pc.is_in(variant, value_set=_STANDARD))))
+    broken |= mask(pc.and_(present("FEN"), pc.not_equal(pc.utf8_trim_whitespace(fen), chess.STARTING_FEN)))
+    broken |= mask(pc.equal(variant, "from position"))
+    broken |= mask(pc.and_(pc.invert(present("FEN")), pc.equal(tags.column("SetUp"), "1")))
+    broken |= np.array([e is not None for e in error], bool) | (plies == 0)
+    result, token = tags.column("Result"), pa.array(result_token, pa.string())
+    broken |= ~mask(pc.is_in(result, value_set=_RESULTS)) | ~mask(pc.equal(token, result))
+    mated = np.where(plies % 2 == 0, "0-1", "1-0")
+    broken |= np.asarray(checkmate, bool) & ~mask(pc.equal(result, pa.array(mated)))
+    broken |= np.asarray(stalemate, bool) & ~mask(pc.equal(result, "1/2-1/2"))
+    broken |= (plies < config.min_plies) | (plies > config.max_plies)
+    if config.rated_only:
+        broken |= ~mask(pc.equal(pc.utf8_lower(pc.utf8_slice_codeunits(tags.column("Event"), 0, 6)), "rated "))
+    for side in ("WhiteElo", "BlackElo"):
+        if config.min_rating is not None or config.max_rating is not None:
+            elo = meta.rating_array(tags.column(side))
+            ok = pc.is_valid(elo)
+            if config.min_rating is not None:
+                ok = pc.and_(ok, pc.greater_equal(elo, config.min_rating))
+            if config.max_rating is not None:
+                ok = pc.and_(ok, pc.less_equal(elo, config.max_rating))
+            broken |= ~mask(ok)
+    if config.time_control_classes is not None:
+        kind = meta.time_control_classes(tags.column("TimeControl"))
+        broken |= ~mask(pc.is_in(kind, value_set=pa.array(config.time_control_classes, pa.string())))
+    if config.exclude_terminations:
+        broken |= mask(pc.is_in(tags.column("Termination"), value_set=pa.array(config.exclude_terminations, pa.string())))
+    if config.exclude_bots:
+        broken |= mask(pc.or_kleene(pc.equal(tags.column("WhiteTitle"), "BOT"), pc.equal(tags.column("BlackTitle"), "BOT")))
+    return broken

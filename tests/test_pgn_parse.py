@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from chesscore.pgn_input import read_blocks
 from chesscore.pgn_parse import parse_batch, reference
 from chesscore.pgn_split import split_games
-from chesscore.validate import ValidateConfig, judge, tags_verdict
+from chesscore.validate import ValidateConfig, broken_rules, judge, tags_verdict
 from corpus import corpus_dir
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "raw" / "lichess_sample.pgn.zst"
@@ -59,6 +59,8 @@ def compare(texts: list[str], odd: list[bool], movetext_at: list[int] | None = N
     the games the Rust parser gave up on and python-chess re-read (index -> error), those not
     re-read because their tags reject them, and how many games were accepted."""
     fast = parse_batch(texts, odd, movetext_at, rejected_by_tags=lambda h: tags_verdict(h) is not None)
+    broken = broken_rules(CONFIG, fast.tags, fast.plies(), fast.result_token, fast.checkmate, fast.stalemate, fast.error)
+    assert broken.tolist() == [outcome(fast, i)[0] != "accepted" for i in range(len(texts))]  # both rule forms
     gave_up, by_tags, accepted = {}, set(), 0
     for i, text in enumerate(texts):
         expected = outcome(reference(text), 0)

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import chess
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chesscore import pgn_meta
 from chesscore.dedup import SeenKeys
@@ -15,7 +18,8 @@ from chesscore.pgn_input import read_blocks
 from chesscore.pgn_parse import parse_batch
 from chesscore.pgn_split import split_games
 from chesscore.tokens import decode_game
-from chesscore.validate import ValidateConfig
+from chesscore.pgn_tags import TagTable
+from chesscore.validate import ValidateConfig, broken_rules, judge
 from chesscore.validate_run import GAMES, REJECTS, run_validate
 from corpus import corpus_dir
 
@@ -171,7 +175,9 @@ def test_batch_columns_match_the_per_game_functions():
                 {"UTCDate": "2021.02.03", "UTCTime": "??:??:??"}, {"UTCDate": "2021.02.03", "UTCTime": "1:02:03"},
                 {"UTCDate": "2021.02.03", "UTCTime": "01:02:03 "}, {"UTCDate": "2021.02.03"},
                 {"TimeControl": "abc", "Event": "?"}, {"TimeControl": "0+0"}, {"Event": "casual game"}]
-    columns = {name: array.to_pylist() for name, array in pgn_meta.columns(headers).items()}
+    tags = TagTable.build(headers)
+    columns = {name: array.to_pylist() for name, array in pgn_meta.columns(tags).items()}
+    assert pgn_meta.lichess_ids(tags) == [pgn_meta.lichess_id(h) for h in headers]
     for i, h in enumerate(headers):
         base, increment, kind = pgn_meta.parse_time_control(h.get("TimeControl"))
         expected = {"white_elo": pgn_meta.rating(h.get("WhiteElo")), "black_elo": pgn_meta.rating(h.get("BlackElo")),
@@ -200,3 +206,38 @@ def test_seen_keys_keep_the_first_occurrence_across_spills_and_merges(flush):
                 first[key] = start + offset
                 seen.add(key, start + offset)
     assert len(seen) == len(first)
+
+
+TAG_VALUES = {"Variant": [None, "", "Standard", "chess", "Atomic", "From Position"],
+              "FEN": [None, "", chess.STARTING_FEN, " " + chess.STARTING_FEN, "8/8/8/8/8/8/8/K6k w - - 0 1"],
+              "SetUp": [None, "0", "1"], "Result": [None, "1-0", "0-1", "1/2-1/2", "*", "?"],
+              "Event": [None, "", "Rated Blitz game", "Casual Rapid game", "rated bullet", "?"],
+              "WhiteElo": [None, "1500", "?", "999", "2001", "00001500", "1²"], "BlackElo": [None, "1200", "3000"],
+              "TimeControl": [None, "180+2", "60+0", "-", "900+15", "x"],
+              "Termination": [None, "Normal", "Abandoned", "Rules infraction"],
+              "WhiteTitle": [None, "BOT", "GM"], "BlackTitle": [None, "BOT"]}
+CONFIGS = [ValidateConfig(), ValidateConfig(min_plies=10, context_tokens=92, exclude_terminations=()),
+           ValidateConfig(rated_only=True, min_rating=1000, max_rating=2000, time_control_classes=("blitz", "rapid"),
+                          exclude_bots=True)]
+
+
+@st.composite
+def judged_games(draw):
+    headers = {name: value for name, values in TAG_VALUES.items()
+               if (value := draw(st.sampled_from(values))) is not None}
+    plies = draw(st.integers(0, 40))
+    token = draw(st.sampled_from([None, "1-0", "0-1", "1/2-1/2", "*"]))
+    error = draw(st.sampled_from([None, None, ("illegal_move", "x"), ("null_move", "y")]))
+    return headers, plies, token, draw(st.booleans()), draw(st.booleans()), error
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(judged_games(), min_size=1, max_size=12))
+def test_column_wise_rules_reject_exactly_what_judge_rejects(games):
+    headers, plies, tokens, mates, stalemates, errors = zip(*games)
+    tags = TagTable.build(list(headers))
+    for config in CONFIGS:
+        broken = broken_rules(config, tags, np.array(plies), list(tokens), np.array(mates), np.array(stalemates),
+                              list(errors))
+        expected = [judge(config, *game) is not None for game in games]
+        assert broken.tolist() == expected, config
