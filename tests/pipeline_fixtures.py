@@ -40,10 +40,13 @@ _PIPELINE: dict[str, "PipelineRun"] = {}
 TINY = {
     "train.config": "tiny", "train.micro": 8, "train.max_updates": 4, "train.validation_every_steps": 4,
     "train.legality_eval_games": 4,
-    "evaluate.games": 8, "evaluate.batch_size": 8,
-    "arena.games": 2, "arena.max_plies": 40, "arena.stockfish.movetime_ms": 5,
-    "selfplay.iterations": 1, "selfplay.games": 4, "selfplay.max_plies": 30, "selfplay.shard_games": 2,
-    "selfplay.eval_games": 2, "selfplay.workers": 0, "selfplay.batch_games": 4,
+    "evaluate.games": 4, "evaluate.batch_size": 4,
+    "arena.games": 2, "arena.max_plies": 24, "arena.stockfish.movetime_ms": 5,
+    "arena.opponents": [{"name": "random", "kind": "random"},  # one opponent of each kind
+                        {"name": "stockfish-skill0", "kind": "stockfish", "skill": 0},
+                        {"name": "selfplay-rl", "kind": "checkpoint", "path": "data/selfplay/rl.pt"}],
+    "selfplay.iterations": 1, "selfplay.games": 2, "selfplay.max_plies": 16, "selfplay.shard_games": 1,
+    "selfplay.eval_games": 2, "selfplay.workers": 0, "selfplay.batch_games": 2,
 }
 
 # A toy stage for flow tests: appends its name to its input, under chesscore's failure

@@ -71,7 +71,7 @@ def test_sigkill_mid_stage_then_rerun_is_byte_identical(pipeline_run: PipelineRu
     repo = copy_tree(pipeline_run.repo, tmp_path / "repo")
     outs = stage_outs(repo, stage)
     persist = [repo / out["path"] for out in outs if (repo / out["path"]).suffix == ".pt"]
-    output, delay = dvc_repro_killed(repo, stage, 0.4 * pipeline_run.seconds[stage], persist)
+    output, delay = dvc_repro_killed(repo, stage, 0.3 * pipeline_run.seconds[stage], persist)
     assert f"injected fault kill-after={delay:g}" in output
     assert re.search(rf"failed to reproduce '{stage}'.*exited with -9", output), output[-2000:]
 

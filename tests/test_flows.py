@@ -104,7 +104,7 @@ def test_bad_input_fails_at_once_with_the_stages_message(
 
 
 def test_lock_held_by_another_run_is_retried(toy_repo: Path, api: Api) -> None:
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "TOY_SLEEP": "5"}
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "TOY_SLEEP": "3"}
     other = subprocess.Popen([str(BIN / "dvc"), "repro"], cwd=toy_repo, env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
