@@ -131,3 +131,11 @@ def test_a_missing_checkpoint_is_reported_missing(damaged: Path) -> None:
         assert done.stdout.startswith("MISSING  data/train/best.pt")
     finally:
         shutil.move(saved, checkpoint)
+
+
+def test_the_project_cli_dispatches_to_each_command() -> None:
+    done = run([str(BIN / "chesscore"), "--help"], Path.cwd())
+    assert all(name in done.stdout for name in ("lineage", "uci", "samplegen"))
+    assert "audit" in run([str(BIN / "chesscore"), "lineage", "--help"], Path.cwd()).stdout
+    unknown = run([str(BIN / "chesscore"), "bogus"], Path.cwd(), check=False)
+    assert unknown.returncode == 2 and "unknown command 'bogus'" in unknown.stderr
