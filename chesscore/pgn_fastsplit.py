@@ -1,13 +1,14 @@
-"""Find the games of the plain layout in a buffer at once, with numpy: the fast path of pgn_split.
+"""The plain layout of PGN games, and finding such games a buffer at a time with numpy.
 
     starts, ends, movetext, ok, last = plain_games(buf, end)
+    plain_movetext(game_text)       # where a game's movetext starts if its text is plain, else 0
 
 The plain layout is how the Lichess dumps write every game: one tag paragraph (lines `[Name
 "value"]`), one blank line, one movetext paragraph, one blank line, and the next game's `[`.
-Candidate game starts are the `\\n\\n[` in the buffer; a candidate segment is accepted only when
+Candidate game starts are the `\\n\\n[` in the buffer; a candidate segment is `ok` only when
 everything the line walk of pgn_split would look at agrees with that layout (the same checks as
-its paragraph fast path), so both find the same games. The first segment that does not pass
-ends the fast path: `resume` is its start, and pgn_split walks on from there.
+its paragraph fast path, below), so both find the same games. pgn_split walks the segments that
+are not ok line by line (and on to the end of the buffer, should one end inside a game).
 
 Work per byte is a few numpy comparisons and nonzeros (newlines, braces); everything else looks
 only at those special bytes, and at the rare bytes never in a plain game (CR, ;, 0xEF).
@@ -15,7 +16,11 @@ only at those special bytes, and at the rare bytes never in a plain game (CR, ;,
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
+
+_SUSPECT_LINE = re.compile(rb"\n[ \t\f\v]*(?:\n|\[|$|\xef\xbb\xbf)")  # a blank, tag or BOM line in movetext
 
 # A movetext line may not start with these: blank, indented, a tag, a BOM (the line walk's checks).
 _BAD_LINE_START = np.zeros(256, bool)
@@ -71,3 +76,28 @@ def plain_games(buf: bytes, end: int) -> tuple[np.ndarray, np.ndarray, np.ndarra
     ok &= _last_before(opens, e - 2) <= np.maximum(_last_before(closes, e - 2), moves - 1)
     ok &= _count(odd, s, e) == 0
     return s, e, moves, ok, int(candidates[-1])
+
+
+def tag_paragraph(para: bytes) -> bool:
+    """Only tag lines, each `[...]` ending in '"]' (what the line walk reads as tags alone)."""
+    return para[:1] == b"[" and para.endswith(b'"]') and para.count(b"\n") == para.count(b'"]\n[')
+
+
+def text_paragraph(para: bytes) -> bool:
+    """Movetext with nothing the line walk would treat differently: no line that is blank, a
+    tag or a BOM, and no {comment} open at its end (comments do not nest: the last brace tells).
+    The caller rules out CR, ; comments and BOMs."""
+    if para[:1] in b" \t\f\v\r\n\xef[" or para.rfind(b"{") > para.rfind(b"}"):
+        return False
+    return b"\n" not in para or not _SUSPECT_LINE.search(para)
+
+
+def plain_movetext(data: bytes) -> int:
+    """Where the movetext starts if a game's text is of the plain layout (a tag paragraph, one
+    blank line, one movetext paragraph), else 0. A property of the text alone."""
+    blank = data.find(b"\n\n")
+    if blank <= 0 or b"\r" in data or b";" in data or b"\xef" in data:
+        return 0
+    moves = data[blank + 2:].rstrip(b"\n")
+    ok = moves and b"\n\n" not in moves and tag_paragraph(data[:blank]) and text_paragraph(moves)
+    return blank + 2 if ok else 0

@@ -28,11 +28,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from chesscore.pgn_fastsplit import plain_games
+from chesscore.pgn_fastsplit import plain_games, plain_movetext, tag_paragraph, text_paragraph
 
 MAX_GAME_BYTES = 8 << 20  # no real game comes near; past this the text is skipped and rejected
 BOM = b"\xef\xbb\xbf"
-_SUSPECT_LINE = re.compile(rb"\n[ \t\f\v]*(?:\n|\[|$|\xef\xbb\xbf)")  # a blank, tag or BOM line in movetext
 _TAG_NAMES = re.compile(rb"\[\s*([A-Za-z0-9][A-Za-z0-9_+#=:-]*)")
 _TAG_PAIRS = re.compile(rb'(?:\[[^\[\]"\n]*"(?:[^"\\\n]|\\.)*"\s*\]\s*)+')  # tags before moves on a line
 
@@ -61,31 +60,6 @@ def _comment_after(line: bytes, in_comment: bool) -> bool:
             if brace < 0 or 0 <= semicolon < brace:
                 return False
             in_comment, at = True, brace + 1
-
-
-def _tag_paragraph(para: bytes) -> bool:
-    """Only tag lines, each `[...]` ending in '"]' (what the line walk reads as tags alone)."""
-    return para[:1] == b"[" and para.endswith(b'"]') and para.count(b"\n") == para.count(b'"]\n[')
-
-
-def _text_paragraph(para: bytes) -> bool:
-    """Movetext with nothing the line walk would treat differently: no line that is blank, a
-    tag or a BOM, and no {comment} open at its end (comments do not nest: the last brace tells).
-    The caller rules out CR, ; comments and BOMs."""
-    if para[:1] in b" \t\f\v\r\n\xef[" or para.rfind(b"{") > para.rfind(b"}"):
-        return False
-    return b"\n" not in para or not _SUSPECT_LINE.search(para)
-
-
-def plain_movetext(data: bytes) -> int:
-    """Where the movetext starts if a game's text is of the plain layout (a tag paragraph, one
-    blank line, one movetext paragraph), else 0. A property of the text alone."""
-    blank = data.find(b"\n\n")
-    if blank <= 0 or b"\r" in data or b";" in data or b"\xef" in data:
-        return 0
-    moves = data[blank + 2:].rstrip(b"\n")
-    ok = moves and b"\n\n" not in moves and _tag_paragraph(data[:blank]) and _text_paragraph(moves)
-    return blank + 2 if ok else 0
 
 
 class _Scanner:
@@ -139,7 +113,7 @@ class _Scanner:
             self.after_blank = True
             if fast and not self.in_comment:
                 if para[:1] == b"[":
-                    if _tag_paragraph(para):
+                    if tag_paragraph(para):
                         self._tags(start, start + len(para))
                         continue
                 elif self._plain_text(para):
@@ -149,7 +123,7 @@ class _Scanner:
         return self.starts
 
     def _plain_text(self, para: bytes) -> bool:
-        return (self.no_oddities or not (b"\r" in para or b";" in para or BOM in para)) and _text_paragraph(para)
+        return (self.no_oddities or not (b"\r" in para or b";" in para or BOM in para)) and text_paragraph(para)
 
     def _lines(self, start: int, para: bytes) -> None:
         for line in para.split(b"\n"):

@@ -130,3 +130,37 @@ def build_manifest(params: dict[str, Any], inputs: Sequence[dict[str, Any]],
     }
     manifest["fingerprint"] = fingerprint(manifest)
     return manifest
+
+
+class RowWriter:
+    """An Arrow IPC file written in record batches of exactly `rows` rows (the last may be
+    shorter), so the bytes depend on the rows alone, not on how the work was batched."""
+
+    def __init__(self, path: Path, schema: pa.Schema, rows: int = 1 << 13) -> None:
+        self.sink = pa.OSFile(str(path), "wb")
+        self.writer = pa.ipc.new_file(self.sink, schema)
+        self.schema, self.rows = schema, rows
+        self.pending: list[pa.RecordBatch] = []
+        self.count = 0
+
+    def write_batch(self, batch: pa.RecordBatch) -> None:
+        self.pending.append(batch)
+        self.count += batch.num_rows
+        if self.count >= self.rows:
+            table = pa.Table.from_batches(self.pending, self.schema).combine_chunks()
+            whole = self.count - self.count % self.rows
+            for start in range(0, whole, self.rows):
+                self.writer.write_batch(table.slice(start, self.rows).to_batches()[0])
+            self.pending = table.slice(whole).to_batches()
+            self.count -= whole
+
+    def __enter__(self) -> "RowWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.pending and exc[0] is None:
+            table = pa.Table.from_batches(self.pending, self.schema).combine_chunks()
+            for batch in table.to_batches():
+                self.writer.write_batch(batch)
+        self.writer.close()
+        self.sink.close()

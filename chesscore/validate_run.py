@@ -34,7 +34,7 @@ from chesscore import pgn_input
 from chesscore.dedup import SeenKeys
 from chesscore.fileio import atomic_write_json, sha256_file
 from chesscore.pgn_split import MAX_GAME_BYTES, split_games
-from chesscore.shards import SCHEMA
+from chesscore.shards import SCHEMA, RowWriter
 from chesscore.validate import BatchJob, BatchResult, ValidateConfig, validate_batch
 
 FORMAT = "chesscore-validated/1"
@@ -64,7 +64,7 @@ def run_validate(raw: list[Path], out: Path, config: ValidateConfig, workers: in
     tmp.mkdir(parents=True)
     errors: list[dict[str, Any]] = []
     items = _work(files, inputs, config, batch_games, max_game_bytes, errors, progress)
-    with _RowWriter(tmp / GAMES, SCHEMA) as games_out, _RowWriter(tmp / REJECTS, REJECT_SCHEMA) as rejects_out:
+    with RowWriter(tmp / GAMES, SCHEMA) as games_out, RowWriter(tmp / REJECTS, REJECT_SCHEMA) as rejects_out:
         merge = _Merger(inputs, games_out, rejects_out)
         for number, result in _ordered(items, workers):
             merge.add(number, result)
@@ -142,40 +142,6 @@ def _ordered(items: Iterator[tuple[int, Any]], workers: int) -> Iterator[tuple[i
 def _resolved(pair: tuple[int, Future | BatchResult]) -> tuple[int, BatchResult]:
     number, item = pair
     return number, item.result() if isinstance(item, Future) else item
-
-
-class _RowWriter:
-    """An Arrow IPC file written in record batches of exactly `rows` rows (the last may be
-    shorter), so the bytes depend on the rows alone, not on how the work was batched."""
-
-    def __init__(self, path: Path, schema: pa.Schema, rows: int = 1 << 13) -> None:
-        self.sink = pa.OSFile(str(path), "wb")
-        self.writer = pa.ipc.new_file(self.sink, schema)
-        self.schema, self.rows = schema, rows
-        self.pending: list[pa.RecordBatch] = []
-        self.count = 0
-
-    def write_batch(self, batch: pa.RecordBatch) -> None:
-        self.pending.append(batch)
-        self.count += batch.num_rows
-        if self.count >= self.rows:
-            table = pa.Table.from_batches(self.pending, self.schema).combine_chunks()
-            whole = self.count - self.count % self.rows
-            for start in range(0, whole, self.rows):
-                self.writer.write_batch(table.slice(start, self.rows).to_batches()[0])
-            self.pending = table.slice(whole).to_batches()
-            self.count -= whole
-
-    def __enter__(self) -> "_RowWriter":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.pending and exc[0] is None:
-            table = pa.Table.from_batches(self.pending, self.schema).combine_chunks()
-            for batch in table.to_batches():
-                self.writer.write_batch(batch)
-        self.writer.close()
-        self.sink.close()
 
 
 class _Merger:

@@ -12,12 +12,12 @@ one-screen summary; fails (exit 65) if a move sequence would land in two splits.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 from tqdm import tqdm
 
 from chesscore import failures, validate_run
@@ -57,12 +57,11 @@ def main(argv: list[str] | None = None) -> int:
     values = read_params(params_path, "convert")
     args = parser(values).parse_args(argv)
     config = config_from(values, ConvertConfig, params_path, "convert")
-    games = args.validated / validate_run.GAMES
-    if not games.is_file() or not (args.validated / validate_run.INPUTS).is_file():
-        raise failures.BadInput(f"{args.validated}: no {validate_run.GAMES} / {validate_run.INPUTS} "
-                                f"(run the validate stage first)")
-    with pa.memory_map(str(games)) as f:
-        total = pa.ipc.open_file(f).read_all().num_rows
+    if not all((args.validated / name).is_file() for name in (validate_run.GAMES, validate_run.INPUTS,
+                                                               validate_run.REPORT)):
+        raise failures.BadInput(f"{args.validated}: no {validate_run.GAMES}, {validate_run.INPUTS} and "
+                                f"{validate_run.REPORT} (run the validate stage first)")
+    total = json.loads((args.validated / validate_run.REPORT).read_text(encoding="utf-8"))["accepted"]
     bar = tqdm(total=total, unit="game", desc="convert", disable=args.no_progress, mininterval=1.0, file=sys.stderr)
     start = time.perf_counter()
     try:
