@@ -77,7 +77,7 @@ def report_markdown(record: dict[str, Any]) -> str:
         f"| ... source legal / destination legal (given own source) / promotion legal (given both) | "
         f"{_pct(free['source_legal'])} / {_pct(free['destination_legal'])} / {_pct(free['promotion_legal'])} |",
         f"| teacher-forced NLL per token (nats) | {_num(tf['nll'])} |",
-        f"| teacher-forced accuracy: source / destination / promotion / EOS | "
+        "| teacher-forced accuracy: source / destination / promotion / EOS | "
         + " / ".join(_pct(tf["phase_accuracy"][p]) for p in ("source", "destination", "promotion", "eos")) + " |",
         f"| teacher-forced triple legality (gold prefix) | {_pct(tf['teacher_forced_triple_legality'])} |",
         f"| probability on illegal tokens / on reserved tokens | {_num(tf['illegal_probability'], 4)} / "

@@ -160,7 +160,7 @@ def summary(results: dict[str, Any]) -> str:
         f"  validation NLL: initial {_f(first.get('nll'))} -> last {_f(last.get('nll'))} "
         f"(step {history[-1]['step'] if history else '-'}), "
         f"best {_f(results['best_validation_nll'])} at step {results['best_step']}",
-        f"  accuracy (last validation): " + ", ".join(f"{k} {_f(v)}" for k, v in last.get("phase_accuracy", {}).items()),
+        "  accuracy (last validation): " + ", ".join(f"{k} {_f(v)}" for k, v in last.get("phase_accuracy", {}).items()),
         f"  triple legality {_f(last.get('teacher_forced_triple_legality'))}, "
         f"illegal mass {_f(last.get('illegal_probability'))}, reserved mass {_f(last.get('reserved_probability'))}",
         f"  throughput: {_f(t['useful_tokens_per_second'], 0)} useful tokens/s, "

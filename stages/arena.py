@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import yaml
 from tqdm import tqdm
 
 from chesscore import failures
@@ -31,20 +30,17 @@ from chesscore.arena import (CHECKPOINT, RANDOM, STOCKFISH, ArenaConfig, ArenaGa
 from chesscore.checkpoint import CheckpointError, load_model
 from chesscore.engine import StockfishLevel, StockfishMissing, find_stockfish
 from chesscore.fileio import atomic_write_json, atomic_write_text, sha256_file
+from stages.params import read_params
 
 PARAMS = Path("params.yaml")
 
-
-def read_section(path: Path, section: str) -> dict[str, Any]:
-    params = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    return dict((params or {}).get(section) or {})
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--params", type=Path, default=PARAMS)
     known, _ = pre.parse_known_args(argv)
-    d = read_section(known.params, "arena").get
+    d = read_params(known.params, "arena").get
     p = argparse.ArgumentParser(prog="python -m stages.arena", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--params", type=Path, default=PARAMS, help="params file (its `arena:` section)")

@@ -20,10 +20,8 @@ import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 import torch
-import yaml
 from tqdm import tqdm
 
 from chesscore import dataset, failures
@@ -31,20 +29,17 @@ from chesscore.checkpoint import CheckpointError, load_model
 from chesscore.evaluate import DatasetMismatch, EvalConfig, check_dataset, evaluate, sample_test_games
 from chesscore.evaluate_report import write_outputs
 from chesscore.fileio import sha256_file, sha256_json
+from stages.params import read_params
 
 PARAMS = Path("params.yaml")
 
-
-def read_section(path: Path, section: str) -> dict[str, Any]:
-    params = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    return dict((params or {}).get(section) or {})
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--params", type=Path, default=PARAMS)
     known, _ = pre.parse_known_args(argv)
-    d = read_section(known.params, "evaluate").get
+    d = read_params(known.params, "evaluate").get
     p = argparse.ArgumentParser(prog="python -m stages.evaluate", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--params", type=Path, default=PARAMS, help="params file (its `evaluate:` section)")

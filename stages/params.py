@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +22,28 @@ from chesscore import failures
 PARAMS = Path("params.yaml")
 
 
-def read_params(path: Path, section: str) -> dict[str, Any]:
-    """One section of the params file ({} when the file or the section is absent)."""
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader reading floats as YAML 1.2 does (as DVC does): `1e-5` is a
+    float, not the string YAML 1.1 makes of it."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?|\.[0-9_]+(?:[eE][-+]?[0-9]+)?"
+               r"|[0-9][0-9_]*[eE][-+]?[0-9]+|\.(?:inf|Inf|INF)|[-+]\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"),
+    list("-+0123456789."))
+
+
+def load(path: Path) -> dict[str, Any]:
+    """The whole params file ({} when absent), read safely."""
     if not path.is_file():
         return {}
-    values = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get(section) or {}
+    return yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader) or {}  # a SafeLoader
+
+
+def read_params(path: Path, section: str) -> dict[str, Any]:
+    """One section of the params file ({} when the file or the section is absent)."""
+    values = load(path).get(section) or {}
     if not isinstance(values, dict):
         raise failures.Refused(f"{path}: `{section}:` is not a mapping")
     return values

@@ -25,12 +25,14 @@ from typing import Any
 
 import yaml
 
+from stages.params import load as load_params
+
 PARAMS = Path("params.yaml")
 
 
 def profile_values(name: str, params_path: Path = PARAMS) -> dict[str, Any]:
     """The dotted-key values of profile `name`, each checked to name an existing key."""
-    params = yaml.safe_load(params_path.read_text(encoding="utf-8")) or {}
+    params = load_params(params_path)
     profiles = params.get("profiles") or {}
     if name not in profiles:
         raise SystemExit(f"{params_path}: no profile {name!r} (profiles: {', '.join(profiles) or 'none'})")

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
+from stages.params import load as load_params
 
 # stage -> (params key of its output folder, default folder, report file in it)
 REPORTS = {
@@ -38,7 +38,7 @@ def _read(path: Path) -> dict[str, Any] | None:
 
 def folders(root: Path) -> dict[str, str]:
     """Each stage's output folder, as params.yaml names it (relative to the checkout)."""
-    params = yaml.safe_load((root / "params.yaml").read_text(encoding="utf-8")) if (root / "params.yaml").is_file() else {}
+    params = load_params(root / "params.yaml")
     return {stage: str(((params or {}).get(stage) or {}).get(key) or default)
             for stage, (key, default, _) in REPORTS.items()}
 
