@@ -24,14 +24,6 @@ ROOT = Path(__file__).resolve().parents[1]
 BOOK = dict(OPENINGS)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def model():
     return trained_tiny()

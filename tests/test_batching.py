@@ -13,7 +13,7 @@ from chesscore.batching import (IGNORE, TokenList, check_context, collate, dummy
                                 epoch_plan, padding_fraction, rank_share, steps_per_epoch)
 from chesscore.model import CONFIGS, GPT
 from chesscore.tokens import BOS, PAD
-from training_data import corpus_tokens, one_thread  # noqa: F401
+from training_data import corpus_tokens
 
 
 def _flat(plan):

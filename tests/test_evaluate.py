@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 from chesscore import checkpoint, dataset, metrics
 from chesscore.batching import TokenList
@@ -19,14 +18,6 @@ from corpus import corpus_dir
 from tiny_models import trained_tiny
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _stage(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:

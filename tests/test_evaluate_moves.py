@@ -19,14 +19,6 @@ GAMES = [  # different lengths (rows leave the batch), a capture-promotion at th
 ]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @torch.no_grad()
 def _brute_force(model: GPT, moves: list[str], top_k: int) -> list[tuple]:
     """(rank, source legal, destination legal, promotion legal) per ply, from full forwards."""

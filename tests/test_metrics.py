@@ -12,7 +12,7 @@ from chesscore.batching import IGNORE, TokenList, collate, eval_batches
 from chesscore.metrics import Totals, accumulate, add_batch, evaluate, legal_masks, legality_subset
 from chesscore.model import CONFIGS, GPT
 from chesscore.tokens import BOS, EOS, RESERVED_START, State, decode_move, encode_game
-from training_data import corpus_tokens, one_thread  # noqa: F401
+from training_data import corpus_tokens
 
 
 def _model() -> GPT:

@@ -16,14 +16,6 @@ from chesscore.selfplay import SelfPlayConfig, play_games
 from chesscore.tokens import BOS, State, encode_game
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def _model(seed: int) -> GPT:
     torch.manual_seed(seed)
     return GPT(CONFIGS["tiny"]).eval()

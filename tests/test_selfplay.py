@@ -12,15 +12,6 @@ from chesscore.play import ModelPlayer, Sampler, choose_moves, play_mask
 from chesscore.selfplay import MODEL, OPPONENT, GameRecord, SelfPlayConfig, play_games, termination
 from chesscore.tokens import State, encode_game
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models on 2 shared cores: a second OpenMP thread only spins (3x slower)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
 def _model(seed: int) -> GPT:
     torch.manual_seed(seed)
     return GPT(CONFIGS["tiny"]).eval()

@@ -17,15 +17,6 @@ from chesscore.selfplay_parallel import SelfPlayPool, WorkerDied, plan_shards
 
 pytestmark = pytest.mark.timeout(120)  # a hang is a failure, not a stuck CI job
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models on 2 shared cores: a second OpenMP thread only spins (3x slower)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
 def _model(seed: int) -> GPT:
     torch.manual_seed(seed)
     return GPT(CONFIGS["tiny"]).eval()

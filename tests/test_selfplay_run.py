@@ -28,14 +28,6 @@ CFG = RunConfig(iterations=2, games=8, max_plies=150, shard_games=4, eval_games=
                 lr=1e-3, seed=3)  # seed 3: iteration 0 has decisive games, so the update moves
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="module")
 def start(tmp_path_factory) -> Path:
     torch.manual_seed(0)
@@ -52,12 +44,8 @@ def _files(out: Path) -> dict[str, bytes]:
 @pytest.fixture(scope="module")
 def in_process(start, tmp_path_factory):
     out = tmp_path_factory.mktemp("in-process")
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # as the stage's processes below (OMP_NUM_THREADS=1)
-    try:
-        stats = run_selfplay(start, out, CFG, Execution(workers=0), log=lambda line: None)
-    finally:
-        torch.set_num_threads(before)
+    # one torch thread (tests/conftest.py), as the stage's processes below (OMP_NUM_THREADS=1)
+    stats = run_selfplay(start, out, CFG, Execution(workers=0), log=lambda line: None)
     return out, stats
 
 

@@ -8,7 +8,7 @@ from chesscore.batching import TokenList
 from chesscore.distributed import setup
 from chesscore.model import CONFIGS
 from chesscore.train_probe import probe
-from training_data import corpus_tokens, one_thread  # noqa: F401
+from training_data import corpus_tokens
 
 
 def test_probe_reports_each_microbatch_size_and_writes_no_checkpoint(tmp_path):

@@ -18,7 +18,7 @@ from chesscore.model import GPT
 from chesscore.train_state import ResumeRefused
 from chesscore.train_data import TrainData
 from chesscore.trainer import Trainer
-from training_data import CONFIG, MODEL, one_thread, run, same_artifacts, small_data  # noqa: F401
+from training_data import CONFIG, MODEL, run, same_artifacts, small_data
 
 
 @pytest.fixture(scope="module")

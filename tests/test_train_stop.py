@@ -16,7 +16,7 @@ from chesscore.train_state import TrainState
 from chesscore.train_data import TrainData
 from chesscore.trainer import Trainer
 from stages import train as train_stage
-from training_data import CONFIG, MODEL, one_thread, run, same_artifacts, small_data  # noqa: F401
+from training_data import CONFIG, MODEL, run, same_artifacts, small_data
 
 
 @pytest.fixture(scope="module")

@@ -28,15 +28,6 @@ def tiny_checkpoint(tmp_path_factory) -> Path:
     return path
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny forwards: more torch threads than free cores only slow them down."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def _command(path: Path) -> list[str]:
     return [sys.executable, "-m", "chesscore.uci", "--checkpoint", str(path)]
 

@@ -18,20 +18,15 @@ from training_data import corpus_tokens
 @functools.cache
 def trained_tiny(seed: int = 0, steps: int = 80, batch: int = 16, tokens: int = 121) -> GPT:
     """CONFIGS["tiny"] after `steps` AdamW steps on the first `tokens` tokens of real games."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        torch.manual_seed(seed)
-        games = TokenList([game[:tokens] for game in corpus_tokens()])
-        model = GPT(CONFIGS["tiny"])
-        optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-        rng = np.random.default_rng(seed)
-        for _ in range(steps):
-            inputs, targets = collate(games.batch(rng.choice(len(games), batch, replace=False)))
-            loss = F.cross_entropy(model(inputs).transpose(1, 2), targets, ignore_index=IGNORE)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-        return model.eval()
-    finally:
-        torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    games = TokenList([game[:tokens] for game in corpus_tokens()])
+    model = GPT(CONFIGS["tiny"])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    rng = np.random.default_rng(seed)
+    for _ in range(steps):
+        inputs, targets = collate(games.batch(rng.choice(len(games), batch, replace=False)))
+        loss = F.cross_entropy(model(inputs).transpose(1, 2), targets, ignore_index=IGNORE)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model.eval()

@@ -9,8 +9,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
-import pytest
-import torch
 
 from chesscore import shards
 from chesscore.batching import TokenList
@@ -74,12 +72,3 @@ def run(data: TrainData, output: Path, config: TrainConfig = CONFIG, **options) 
 def same_artifacts(a: Path, b: Path) -> None:
     for name in ARTIFACTS:
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models gain nothing from threads, and lose much when the 2 cores are shared."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
