@@ -27,8 +27,8 @@ from tqdm import tqdm
 from chesscore import failures
 from chesscore.arena import (CHECKPOINT, RANDOM, STOCKFISH, ArenaConfig, ArenaGame, Opponent, game_rows,
                              pgn_text, play_match, summarise)
-from chesscore.checkpoint import CheckpointError, load_model
-from chesscore.engine import StockfishLevel, StockfishMissing, find_stockfish
+from chesscore.checkpoint import load_model
+from chesscore.engine import StockfishLevel, find_stockfish
 from chesscore.fileio import atomic_write_json, atomic_write_text, sha256_file
 from stages.params import read_params
 
@@ -142,14 +142,15 @@ def main(argv: list[str] | None = None) -> int:
         args.device = "cuda" if torch.cuda.is_available() else "cpu"
     config = ArenaConfig(games=args.games, temperature=args.temperature, max_plies=args.max_plies,
                          concurrency=args.concurrency, seed=args.seed)
+    # Stockfish missing (StockfishMissing) or a checkpoint that is not ours (CheckpointError)
+    # end the stage through failures.run: exit 78 with one line saying what to do.
+    needs_stockfish = any(spec.get("kind") == STOCKFISH for spec in args.opponents)
+    stockfish = find_stockfish(args.stockfish) if needs_stockfish else None
+    model, _ = load_model(args.checkpoint, args.device)
     try:
-        needs_stockfish = any(spec.get("kind") == STOCKFISH for spec in args.opponents)
-        stockfish = find_stockfish(args.stockfish) if needs_stockfish else None
-        model, _ = load_model(args.checkpoint, args.device)
         opponents = build_opponents(args.opponents, args.stockfish_search, args.device)
-    except (StockfishMissing, CheckpointError, ValueError, KeyError) as error:
-        print(f"arena: {error}", file=sys.stderr)
-        return 2
+    except (ValueError, KeyError) as error:
+        raise failures.Refused(f"arena.opponents in params: {error}") from None
     started = time.perf_counter()
     matches: list[tuple[Opponent, list[ArenaGame]]] = []
     with tqdm(total=config.games * len(opponents), desc="arena", unit="game", file=sys.stderr) as bar:

@@ -25,8 +25,8 @@ import torch
 from tqdm import tqdm
 
 from chesscore import dataset, failures
-from chesscore.checkpoint import CheckpointError, load_model
-from chesscore.evaluate import DatasetMismatch, EvalConfig, check_dataset, evaluate, sample_test_games
+from chesscore.checkpoint import load_model
+from chesscore.evaluate import EvalConfig, check_dataset, evaluate, sample_test_games
 from chesscore.evaluate_report import write_outputs
 from chesscore.fileio import sha256_file, sha256_json
 from stages.params import read_params
@@ -70,12 +70,14 @@ def main(argv: list[str] | None = None) -> int:
         config = EvalConfig(games=args.games or None, batch_size=args.batch_size, top_k=args.top_k,
                             seed=args.seed, rating_bin=args.rating_bin, opening_until_ply=args.opening_until_ply,
                             middlegame_until_ply=args.middlegame_until_ply)
-        manifest = dataset.manifest(args.dataset)
-        model, payload = load_model(args.checkpoint, args.device)
-        check = check_dataset(payload, manifest, args.allow_other_dataset, str(args.checkpoint))
-    except (CheckpointError, DatasetMismatch, dataset.IntegrityError, FileNotFoundError, ValueError) as error:
-        print(f"evaluate: {error}", file=sys.stderr)
-        return 2
+    except ValueError as error:
+        raise failures.Refused(str(error)) from None
+    # A damaged dataset (IntegrityError: exit 65), a checkpoint that is not ours or was trained
+    # on another dataset (CheckpointError, DatasetMismatch: exit 78) end the stage through
+    # failures.run with one line naming the file.
+    manifest = dataset.manifest(args.dataset)
+    model, payload = load_model(args.checkpoint, args.device)
+    check = check_dataset(payload, manifest, args.allow_other_dataset, str(args.checkpoint))
     checkpoint_sha = sha256_file(args.checkpoint)
     key = sha256_json({"checkpoint": checkpoint_sha, "dataset": manifest["fingerprint"], "config": asdict(config)})
     previous = args.out / "metrics.json"
@@ -85,14 +87,9 @@ def main(argv: list[str] | None = None) -> int:
             return 0
 
     started = time.perf_counter()
-    try:
-        games, split_size = sample_test_games(args.dataset, config.games, config.seed)
-    except dataset.IntegrityError as error:
-        print(f"evaluate: {error}", file=sys.stderr)
-        return 2
+    games, split_size = sample_test_games(args.dataset, config.games, config.seed)
     if not games:
-        print(f"evaluate: {args.dataset}: the test split has no games", file=sys.stderr)
-        return 2
+        raise failures.BadInput(f"{args.dataset}: the test split has no games")
     positions = 0
     with tqdm(total=len(games), desc="evaluate", unit="game", file=sys.stderr) as bar:
         def progress(n_games: int, n_positions: int) -> None:

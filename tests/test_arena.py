@@ -12,7 +12,7 @@ import chess.pgn
 import pytest
 import torch
 
-from chesscore import checkpoint, engine
+from chesscore import checkpoint, engine, failures
 from chesscore.arena import (OPENINGS, ArenaConfig, Opponent, pgn_text, play_match, summarise)
 from chesscore.engine import StockfishLevel, StockfishMissing, find_stockfish
 from chesscore.model import CONFIGS, GPT
@@ -176,5 +176,5 @@ arena:
     assert "rating anchored on Stockfish" in done.stdout
 
     missing = _arena(tmp_path, "--stockfish", str(tmp_path / "no-stockfish"))
-    assert missing.returncode == 2 and "sudo apt-get install stockfish" in missing.stderr
+    assert missing.returncode == failures.REFUSED and "sudo apt-get install stockfish" in missing.stderr
     assert "Traceback" not in missing.stderr

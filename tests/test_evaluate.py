@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from chesscore import checkpoint, dataset, metrics
+from chesscore import checkpoint, dataset, failures, metrics
 from chesscore.batching import TokenList
 from chesscore.evaluate import (DatasetMismatch, EvalConfig, check_dataset, evaluate, rating_bucket,
                                 sample_test_games)
@@ -142,5 +142,5 @@ def test_stage_writes_its_outputs_once_per_checkpoint_and_refuses_a_foreign_one(
         assert (out / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
 
     refused = run("foreign.pt", "c")
-    assert refused.returncode == 2 and "not " + fingerprint in refused.stderr
+    assert refused.returncode == failures.REFUSED and "not " + fingerprint in refused.stderr
     assert "Traceback" not in refused.stderr and not (tmp_path / "c").exists()
