@@ -28,7 +28,7 @@ import torch
 from chesscore import checkpoint, tokens
 from chesscore.arena import derive_seed
 from chesscore.elo import elo_difference
-from chesscore.fileio import atomic_write_json, canonical_json, sha256_file, sha256_json
+from chesscore.fileio import atomic_write_json, atomic_write_text, canonical_json, sha256_file, sha256_json
 from chesscore.model import GPT
 from chesscore.rl import PGConfig, policy_gradient_step
 from chesscore.selfplay import GameRecord, SelfPlayConfig, summarise
@@ -39,6 +39,7 @@ from chesscore.train_state import ResumeRefused, check_identity
 
 CHECKPOINT = "rl.pt"
 STATS = "stats.json"
+PLOT = "plots/iterations.csv"  # a DVC plot
 PACKAGE = Path(__file__).resolve().parent
 CODE = [PACKAGE / name for name in ("tokens.py", "model.py", "play.py", "selfplay.py", "selfplay_parallel.py",
                                     "rl.py", "selfplay_run.py")]
@@ -141,8 +142,8 @@ def _records(saved_games: list[list[dict]]) -> list[list[GameRecord]]:
 
 def run_selfplay(checkpoint_path: Path, out: Path, cfg: RunConfig, execution: Execution = Execution(),
                  resume: str = "auto", log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Run (or continue) the iterations; write out/rl.pt, games.pgn, dataset/, stats.json;
-    return the stats."""
+    """Run (or continue) the iterations; write out/rl.pt, games.pgn, dataset/, stats.json,
+    plots/iterations.csv; return the stats."""
     started = time.perf_counter()
     out = Path(out)
     device = torch.device(execution.device)
@@ -189,7 +190,20 @@ def run_selfplay(checkpoint_path: Path, out: Path, cfg: RunConfig, execution: Ex
                  per_iteration=history, timings=timings, execution=asdict(execution),
                  wall_seconds=time.perf_counter() - started)
     atomic_write_json(out / STATS, stats)
+    atomic_write_text(out / PLOT, _plot_csv(history))
     return stats
+
+
+def _plot_csv(history: list[dict]) -> str:
+    """One row per iteration, for `dvc plots show`: how the RL run went."""
+    rows = ["iteration,score_vs_supervised,mean_reward,kl_per_move,entropy_per_move,illegal_attempt_rate"]
+    for entry in history:
+        versus, update = entry.get("vs_reference") or {}, entry["update"]
+        score = versus.get("score")
+        rows.append(f"{entry['iteration']},{'' if score is None else f'{score:.6f}'},{update['mean_reward']:.6f},"
+                    f"{update['kl_per_move']:.8f},{update['entropy_per_move']:.6f},"
+                    f"{entry['play']['illegal_attempt_rate']:.6f}")
+    return "\n".join(rows) + "\n"
 
 
 def _iteration(k: int, pool: SelfPlayPool, model: GPT, reference: GPT, opponent: GPT | None,

@@ -1,6 +1,7 @@
 """The selfplay stage end to end: the CLI, byte-identical outputs for any worker count, exact
 resume, refused identities, and outputs that account for every game (PGN <-> dataset rows)."""
 
+import csv
 import io
 import json
 import os
@@ -79,6 +80,10 @@ def test_outputs_account_for_every_game_and_the_model_moved(start, in_process, t
     assert 0 < stats["illegal_attempt_rate"] <= 1 and stats["plies"]["total"] > 0
     on_disk = json.loads((out / "stats.json").read_text())
     assert on_disk["games"] == 16 and on_disk["dataset_fingerprint"] == stats["dataset_fingerprint"]
+    plot = list(csv.DictReader(io.StringIO((out / "plots" / "iterations.csv").read_text())))
+    assert [int(row["iteration"]) for row in plot] == [entry["iteration"] for entry in history]
+    assert [float(row["score_vs_supervised"]) for row in plot] == pytest.approx(
+        [entry["vs_reference"]["score"] for entry in history])
 
     pgn = (out / "games.pgn").read_bytes()
     manifest = dataset.manifest(out / "dataset")
