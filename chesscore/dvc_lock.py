@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ruamel.yaml import YAML
+from chesscore.fileio import load_yaml
 
 
 def file_digest(path: Path, algorithm: str = "md5") -> str:
@@ -67,7 +67,7 @@ class Lock:
         path = Path(root) / "dvc.lock"
         if not path.is_file():
             return None
-        data = _load(path) or {}
+        data = load_yaml(path) or {}
         return cls(Path(root), data.get("stages") or {})
 
     def outputs(self, path: str) -> list[tuple[str, dict[str, Any]]]:
@@ -87,10 +87,6 @@ class Lock:
         return list((self.stages.get(stage, {}).get("params") or {}).keys())
 
 
-def _load(path: Path) -> Any:
-    return YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
-
-
 def _flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     flat = {}
     for key, value in values.items():
@@ -104,7 +100,7 @@ def _flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def current_params(root: Path, params_file: str, keys: list[str]) -> dict[str, Any]:
     """The current value of each dotted key in a params file (a missing key maps to KeyError)."""
-    data = _load(root / params_file) or {}
+    data = load_yaml(root / params_file) or {}
     values: dict[str, Any] = {}
     for key in keys:
         node: Any = data

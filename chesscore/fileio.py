@@ -54,6 +54,14 @@ def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
+def load_yaml(path: str | os.PathLike) -> Any:
+    """A YAML file read safely (no Python tags) and as YAML 1.2, the way DVC reads params.yaml
+    and dvc.lock: `1e-5` is a float here, where PyYAML's YAML 1.1 makes it a string."""
+    from ruamel.yaml import YAML  # imported here: most users of this module never read YAML
+
+    return YAML(typ="safe", pure=True).load(Path(path).read_text(encoding="utf-8"))
+
+
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

@@ -24,9 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from chesscore import failures
+from chesscore.fileio import load_yaml
 
 # DVC's wording (dvc/lock.py, dvc/rwlock.py) when another dvc process holds the repo or an output.
 LOCK_MESSAGES = ("Unable to acquire lock", "is busy, it is being blocked by")
@@ -152,7 +151,7 @@ def read_lock(root: str | os.PathLike) -> dict[str, Any]:
     path = Path(root) / "dvc.lock"
     if not path.is_file():
         return {}
-    return yaml.safe_load(path.read_text()).get("stages", {}) or {}
+    return (load_yaml(path) or {}).get("stages", {}) or {}
 
 
 def locked_outputs(root: str | os.PathLike, stage: str) -> list[dict[str, Any]]:

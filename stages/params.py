@@ -11,34 +11,18 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from chesscore import failures
+from chesscore.fileio import load_yaml
 
 PARAMS = Path("params.yaml")
 
 
-class _Loader(yaml.SafeLoader):
-    """PyYAML's safe loader reading floats as YAML 1.2 does (as DVC does): `1e-5` is a
-    float, not the string YAML 1.1 makes of it."""
-
-
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?|\.[0-9_]+(?:[eE][-+]?[0-9]+)?"
-               r"|[0-9][0-9_]*[eE][-+]?[0-9]+|\.(?:inf|Inf|INF)|[-+]\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"),
-    list("-+0123456789."))
-
-
 def load(path: Path) -> dict[str, Any]:
-    """The whole params file ({} when absent), read safely."""
-    if not path.is_file():
-        return {}
-    return yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader) or {}  # a SafeLoader
+    """The whole params file ({} when absent), read as DVC reads it."""
+    return (load_yaml(path) or {}) if path.is_file() else {}
 
 
 def read_params(path: Path, section: str) -> dict[str, Any]:

@@ -7,14 +7,14 @@ import functools
 from pathlib import Path
 
 import chess.pgn
-import pytest
+from conftest import missing
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "pgn-corpus"
 
 
 def corpus_dir() -> Path:
     if not CORPUS.is_dir():
-        pytest.skip(f"the shared PGN corpus is not at {CORPUS} (it lies beside the checkout)")
+        missing(f"the shared PGN corpus is not at {CORPUS} (it lies beside the checkout)")
     return CORPUS
 
 

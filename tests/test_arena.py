@@ -29,14 +29,6 @@ def model():
     return trained_tiny()
 
 
-@pytest.fixture(scope="module")
-def stockfish() -> str:
-    try:
-        return find_stockfish()
-    except StockfishMissing as missing:
-        pytest.skip(str(missing))
-
-
 def _replay(moves) -> chess.Board:
     board = chess.Board()
     for uci in moves:

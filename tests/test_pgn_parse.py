@@ -109,8 +109,6 @@ def test_uci_movetext_is_kept_because_python_chess_reads_it():
 
 @pytest.mark.slow
 def test_embedded_sample_fast_and_reference_agree():
-    if not SAMPLE.is_file():
-        pytest.skip(f"the embedded sample {SAMPLE} is not there yet")
     texts, odd, movetext_at, undecodable = split(SAMPLE)
     gave_up, by_tags, accepted = compare(texts, odd, movetext_at)
     assert undecodable == 8 and accepted > 3000 and not any(odd)

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from chesscore import checkpoint
-from chesscore.engine import StockfishLevel, Stockfish, find_stockfish, StockfishMissing
+from chesscore.engine import StockfishLevel, Stockfish
 from chesscore.model import CONFIGS, GPT, GPTConfig
 from chesscore.tokens import encode_game
 from chesscore.uci import UCIEngine, fallback_move
@@ -43,12 +43,9 @@ def _bestmove(out: io.StringIO) -> str:
 
 
 @pytest.mark.slow
-def test_full_games_through_python_chess_against_random_and_stockfish(tiny_checkpoint):
+def test_full_games_through_python_chess_against_random_and_stockfish(tiny_checkpoint, stockfish):
     rng = random.Random(3)
-    try:
-        stockfish = Stockfish(find_stockfish(), StockfishLevel("sf", skill=0, movetime_ms=5))
-    except StockfishMissing as missing:
-        pytest.skip(str(missing))
+    stockfish = Stockfish(stockfish, StockfishLevel("sf", skill=0, movetime_ms=5))
     with chess.engine.SimpleEngine.popen_uci(_command(tiny_checkpoint), cwd=ROOT) as engine, stockfish:
         assert engine.id["name"].startswith("chesscore tiny.pt")
         engine.configure({"Temperature": "1.0", "Seed": 5})
