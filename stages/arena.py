@@ -30,17 +30,13 @@ from chesscore.arena import (CHECKPOINT, RANDOM, STOCKFISH, ArenaConfig, ArenaGa
 from chesscore.checkpoint import load_model
 from chesscore.engine import StockfishLevel, find_stockfish
 from chesscore.fileio import atomic_write_json, atomic_write_text, sha256_file
-from stages.params import read_params
+from stages.params import PARAMS, params_section
 
-PARAMS = Path("params.yaml")
 
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--params", type=Path, default=PARAMS)
-    known, _ = pre.parse_known_args(argv)
-    d = read_params(known.params, "arena").get
+    d = params_section(argv, "arena")[1].get
     p = argparse.ArgumentParser(prog="python -m stages.arena", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--params", type=Path, default=PARAMS, help="params file (its `arena:` section)")

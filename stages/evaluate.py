@@ -29,17 +29,13 @@ from chesscore.checkpoint import load_model
 from chesscore.evaluate import EvalConfig, check_dataset, evaluate, sample_test_games
 from chesscore.evaluate_report import write_outputs
 from chesscore.fileio import sha256_file, sha256_json
-from stages.params import read_params
+from stages.params import PARAMS, params_section
 
-PARAMS = Path("params.yaml")
 
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--params", type=Path, default=PARAMS)
-    known, _ = pre.parse_known_args(argv)
-    d = read_params(known.params, "evaluate").get
+    d = params_section(argv, "evaluate")[1].get
     p = argparse.ArgumentParser(prog="python -m stages.evaluate", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--params", type=Path, default=PARAMS, help="params file (its `evaluate:` section)")

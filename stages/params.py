@@ -1,7 +1,7 @@
 """params.yaml for the stage CLIs: one section read, a config dataclass built from it.
 
-    values = read_params(PARAMS, "convert")                    # {} when the file or section is absent
-    config = config_from(values, ConvertConfig, PARAMS, "convert")
+    path, values = params_section(argv, "convert")   # --params FILE (else params.yaml), its convert:
+    config = config_from(values, ConvertConfig, path, "convert")
 
 Kept apart from any stage so that a stage importing these helpers does not import (and so, for
 DVC, depend on) another stage's code.
@@ -9,6 +9,7 @@ DVC, depend on) another stage's code.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import os
 from pathlib import Path
@@ -31,6 +32,16 @@ def read_params(path: Path, section: str) -> dict[str, Any]:
     if not isinstance(values, dict):
         raise failures.Refused(f"{path}: `{section}:` is not a mapping")
     return values
+
+
+def params_section(argv: list[str] | None, section: str) -> tuple[Path, dict[str, Any]]:
+    """The params file a command line names with --params (params.yaml by default) and its
+    `section:`. Read before the stage's own parser is built: its values are that parser's
+    defaults."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--params", type=Path, default=PARAMS)
+    path = pre.parse_known_args(argv)[0].params
+    return path, read_params(path, section)
 
 
 def worker_count(value: int) -> int:

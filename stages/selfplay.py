@@ -24,7 +24,7 @@ from chesscore import failures
 from chesscore.selfplay_parallel import WorkerDied
 from chesscore.selfplay_run import CHECKPOINT, STATS, Execution, RunConfig, run_selfplay
 from chesscore.train_state import ResumeRefused
-from stages.params import PARAMS, config_from, read_params
+from stages.params import PARAMS, config_from, params_section
 
 
 def parser(defaults: dict[str, Any]) -> argparse.ArgumentParser:
@@ -77,10 +77,7 @@ def summary(stats: dict[str, Any], args: argparse.Namespace) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--params", type=Path, default=PARAMS)
-    params_path = pre.parse_known_args(argv)[0].params
-    values = read_params(params_path, "selfplay")
+    params_path, values = params_section(argv, "selfplay")
     args = parser(values).parse_args(argv)
     cfg = config_from({**values, "games": args.games, "iterations": args.iterations}, RunConfig, params_path,
                       "selfplay")

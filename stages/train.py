@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from chesscore import failures
-from stages.params import PARAMS, read_params
+from stages.params import PARAMS, params_section
 
 
 def _optional(kind):
@@ -91,10 +91,7 @@ def parser(defaults: dict[str, Any]) -> argparse.ArgumentParser:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    first = argparse.ArgumentParser(add_help=False)
-    first.add_argument("--params", type=Path, default=PARAMS)
-    known, _ = first.parse_known_args(argv)
-    return parser(read_params(known.params, "train")).parse_args(argv)
+    return parser(params_section(argv, "train")[1]).parse_args(argv)
 
 
 def train_config(args: argparse.Namespace):

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from chesscore import failures
-from stages.params import load, read_params
+from stages.params import load, params_section, read_params
 
 
 def test_exponent_floats_are_floats_as_dvc_reads_them(tmp_path: Path):
@@ -28,3 +28,11 @@ def test_python_tags_are_not_executed(tmp_path: Path):
     path.write_text("x: !!python/object/apply:os.system ['echo hi']\n")
     with pytest.raises(Exception, match="python/object"):
         load(path)
+
+
+def test_params_section_reads_the_file_the_command_line_names(tmp_path: Path, monkeypatch):
+    other = tmp_path / "other.yaml"
+    other.write_text("arena:\n  games: 40\n")
+    assert params_section(["--games", "2", "--params", str(other)], "arena") == (other, {"games": 40})
+    monkeypatch.chdir(tmp_path)  # no params.yaml here: every default stands
+    assert params_section(["--games", "2"], "arena") == (Path("params.yaml"), {})
