@@ -33,7 +33,7 @@ from chesscore.elo import AnchoredResult, anchored_rating, elo_difference
 from chesscore.engine import Stockfish, StockfishLevel
 from chesscore.fileio import sha256_json
 from chesscore.model import GPT
-from chesscore.play import ModelPlayer, Sampler, choose_moves
+from chesscore.play import ModelPlayer, Sampler, choose_moves, drop_finished
 from chesscore.selfplay import termination
 from chesscore.tokens import PAD, State, encode_game, encode_move
 
@@ -215,12 +215,7 @@ def _play_wave(model: GPT, opponent: Opponent, config: ArenaConfig, rounds: list
                     stockfish_min_depth=min(depths[g]) if depths[g] else None)
                 if on_game is not None:
                     on_game(finished[g])
-        if any(g in finished for g in live):
-            rows = [row for row, g in enumerate(live) if g not in finished]
-            live = [live[row] for row in rows]
-            if live:
-                for player in players:
-                    player.keep(rows)
+        live = drop_finished(live, finished, players)
     return [finished[g] for g in range(n)]
 
 

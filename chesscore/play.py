@@ -18,7 +18,7 @@ where it was legal it is exactly the move played.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 
 import chess
@@ -109,6 +109,16 @@ class Sampler:
         chosen = scores.masked_fill(~legal, float("-inf")).argmax(dim=-1)
         illegal = ~legal.gather(1, unmasked[:, None])[:, 0]
         return chosen, illegal
+
+
+def drop_finished(live: list[int], finished: Container[int], players: Sequence[ModelPlayer]) -> list[int]:
+    """The games of `live` (game index per batch row) not in `finished`; every player keeps only
+    their rows, so finished games stop costing compute."""
+    rows = [row for row, g in enumerate(live) if g not in finished]
+    if rows and len(rows) < len(live):
+        for player in players:
+            player.keep(rows)
+    return [live[row] for row in rows]
 
 
 def play_mask(state: State) -> np.ndarray:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import chess
 
 from chesscore.model import GPT
-from chesscore.play import ModelPlayer, Sampler, choose_moves
+from chesscore.play import ModelPlayer, Sampler, choose_moves, drop_finished
 from chesscore.tokens import State
 
 MODEL, OPPONENT = "model", "opponent"
@@ -120,12 +120,7 @@ def play_games(model: GPT, opponent: GPT | None, cfg: SelfPlayConfig) -> tuple[l
             end = termination(states[g].board, states[g].legal_moves(), cfg.max_plies)
             if end is not None:
                 ends[g] = end
-        if any(g in ends for g in live):
-            rows = [row for row, g in enumerate(live) if g not in ends]
-            live = [live[row] for row in rows]
-            if live:
-                for player in players:
-                    player.keep(rows)
+        live = drop_finished(live, ends, players)
     records = []
     for g in range(n):
         white, black = (MODEL, OPPONENT if separate else MODEL) if model_is_white[g] else (OPPONENT, MODEL)
