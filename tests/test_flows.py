@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -65,7 +66,7 @@ def test_killed_stage_is_retried_and_the_run_publishes_artifacts(
     logs = api.logs(run_id)
     assert "stages in order: first -> second" in logs
     assert "second: injected fault kill" in logs  # the stage's own output reached the Prefect log
-    assert "(killed, exit -9)" in logs and "Retry 1/3" in logs
+    assert re.search(r"\(killed, exit (-9|137)\)", logs) and "Retry 1/3" in logs  # 137: the shell waited
     assert (toy_repo / "work/b.txt").read_text() == "first\nsecond\n"
 
     lock = yaml.safe_load((toy_repo / "dvc.lock").read_text())["stages"]
