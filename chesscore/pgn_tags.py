@@ -64,11 +64,17 @@ class TagTable:
         return dict(zip(self.names[start:stop].to_pylist(), self.values[start:stop].to_pylist()))
 
     def rows(self, games: list[int] | None = None) -> list[dict[str, str]]:
-        """The tags of several games (all by default) as dicts, converted in one go."""
+        """The tags of several games (all by default) as dicts. Only their entries are converted
+        to Python (for a batch's few rejects, not the thousands of tags of the whole batch)."""
         games = list(range(self.games)) if games is None else games
         bounds = np.searchsorted(self.game, np.array(games, np.int64)[:, None] + [0, 1]).tolist() if games else []
-        names, values = self.names.to_pylist(), self.values.to_pylist()
-        return [dict(zip(names[start:stop], values[start:stop])) for start, stop in bounds]
+        entries = pa.array([k for start, stop in bounds for k in range(start, stop)], pa.int64())
+        names, values = self.names.take(entries).to_pylist(), self.values.take(entries).to_pylist()
+        rows, at = [], 0
+        for start, stop in bounds:
+            rows.append(dict(zip(names[at:at + stop - start], values[at:at + stop - start])))
+            at += stop - start
+        return rows
 
 
 def _read_plain(heads: list[str], index: np.ndarray) -> tuple[pa.Array, pa.Array, np.ndarray]:
@@ -76,8 +82,8 @@ def _read_plain(heads: list[str], index: np.ndarray) -> tuple[pa.Array, pa.Array
     with a line outside that form is read with TAG_LINE instead (what python-chess does)."""
     if not heads:
         return pa.array([], pa.string()), pa.array([], pa.string()), np.zeros(0, np.int64)
-    counts = np.array([head.count("\n") + 1 for head in heads], np.int64)
-    lines = pa.array("\n".join(heads).split("\n"), pa.string())
+    by_game = pc.split_pattern(pa.array(heads, pa.string()), "\n")  # lines in Arrow, not Python strings
+    lines, line_game = pc.list_flatten(by_game), pc.list_parent_indices(by_game).to_numpy()
     parts = pc.split_pattern(pc.utf8_slice_codeunits(lines, 1, -2), ' "', max_splits=1)
     simple = pc.and_(pc.equal(pc.list_value_length(parts), 2),
                      pc.and_(pc.starts_with(lines, "["), pc.ends_with(lines, '"]')))
@@ -85,7 +91,6 @@ def _read_plain(heads: list[str], index: np.ndarray) -> tuple[pa.Array, pa.Array
     flat = pc.list_flatten(parts.filter(simple))
     names, values = flat.take(pa.array(np.arange(0, len(flat), 2))), flat.take(pa.array(np.arange(1, len(flat), 2)))
     good_name = pc.and_(pc.utf8_is_alnum(names), pc.string_is_ascii(names)).to_numpy(zero_copy_only=False)
-    line_game = np.repeat(np.arange(len(heads)), counts)
     ok = np.zeros(len(line_game), bool)
     ok[simple_at[good_name]] = True
     odd_games = np.unique(line_game[~ok])
