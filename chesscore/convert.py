@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from chesscore import validate_run
-from chesscore.dedup import SeenKeys
+from chesscore.dedup import SeenKeys, repeated
 from chesscore.fileio import atomic_write_json
 from chesscore.shards import MANIFEST, SPLITS, build_manifest, write_shard
 
@@ -69,9 +69,15 @@ def move_hashes(tokens: pa.ListArray) -> np.ndarray:
 
 
 def _count_leaks(seen: SeenKeys, hashes: np.ndarray, splits: np.ndarray) -> int:
-    """Games whose moves were already seen in another split (earlier batches or this one)."""
-    earlier, local, leaks = seen.lookup(hashes), {}, 0
-    for i, (key, split) in enumerate(zip(hashes.tolist(), splits.tolist())):
+    """Games whose moves were already seen in another split (earlier batches or this one).
+    Keys unseen and unique in the batch (all of them, after validate) are remembered at once;
+    only the others are checked one by one, in order."""
+    earlier = seen.lookup(hashes)
+    suspect = (earlier >= 0) | repeated(hashes)
+    seen.add_new(hashes[~suspect], splits[~suspect])
+    local, leaks = {}, 0
+    for i in np.flatnonzero(suspect).tolist():
+        key, split = int(hashes[i]), int(splits[i])
         first = int(earlier[i]) if earlier[i] >= 0 else local.get(key, -1)
         if first >= 0:
             leaks += first != split

@@ -4,12 +4,13 @@
     seen.lookup(keys)            # int64 per key: the tag stored with its first occurrence, or -1
     seen.add(key, tag)           # remember a key (call in input order: the first one wins)
     seen.add_new(keys, tags)     # remember many keys known to be unseen and distinct
+    repeated(keys)               # which keys occur more than once in one array
 
-Recent keys live in a small dict; every FLUSH of them become a sorted run of two numpy arrays
-(key, tag), and runs of similar size are merged (size-tiered, as an LSM tree does), so memory is
-16 bytes per key plus a bounded dict, and a lookup is one binary search per run (a few dozen at
-most). Keys are 64-bit hashes: two different games share one with probability about n^2 / 2^65
-(1e-4 at 10^8 games).
+Each add_new becomes a sorted run of two numpy arrays (key, tag), and runs of similar size are
+merged (size-tiered, as an LSM tree does); single adds wait in a small dict until FLUSH of them
+make a run. Memory is 16 bytes per key plus the dict, and a lookup is one binary search per run
+(a few dozen at most), all vectorised. Keys are 64-bit hashes: two different games share one
+with probability about n^2 / 2^65 (1e-4 at 10^8 games).
 """
 
 from __future__ import annotations
@@ -17,6 +18,12 @@ from __future__ import annotations
 import numpy as np
 
 FLUSH = 1 << 16
+
+
+def repeated(keys: np.ndarray) -> np.ndarray:
+    """True where a key occurs more than once in the array (0 included)."""
+    _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    return counts[inverse] > 1
 
 
 class SeenKeys:
@@ -29,8 +36,7 @@ class SeenKeys:
         return sum(len(keys) for keys, _ in self._runs) + len(self._recent)
 
     def lookup(self, keys: np.ndarray) -> np.ndarray:
-        """The first occurrence's tag of each key, -1 where it was not seen (vectorised over the
-        runs; the recent keys are looked up one by one)."""
+        """The first occurrence's tag of each key, -1 where it was not seen."""
         keys = np.asarray(keys, np.uint64)
         found = np.full(len(keys), -1, np.int64)
         for run_keys, run_tags in self._runs:
@@ -39,8 +45,9 @@ class SeenKeys:
             found[hit] = run_tags[at[hit]]
         if self._recent:
             recent = self._recent
-            for i in np.flatnonzero(found < 0).tolist():
-                found[i] = recent.get(int(keys[i]), -1)
+            candidates = (found < 0) & np.isin(keys, np.fromiter(recent, np.uint64, len(recent)))
+            for i in np.flatnonzero(candidates).tolist():
+                found[i] = recent[int(keys[i])]
         return found
 
     def add(self, key: int, tag: int) -> None:
@@ -50,16 +57,19 @@ class SeenKeys:
 
     def add_new(self, keys: np.ndarray, tags: np.ndarray) -> None:
         """Remember keys known to be unseen and distinct (the caller checked with lookup)."""
-        self._recent.update(zip(np.asarray(keys, np.uint64).tolist(), np.asarray(tags, np.int64).tolist()))
-        if len(self._recent) >= self._flush:
-            self._spill()
+        keys, tags = np.asarray(keys, np.uint64), np.asarray(tags, np.int64)
+        if len(keys):
+            self._add_run(keys, tags)
 
     def _spill(self) -> None:
         keys = np.fromiter(self._recent.keys(), np.uint64, len(self._recent))
         tags = np.fromiter(self._recent.values(), np.int64, len(self._recent))
+        self._recent = {}
+        self._add_run(keys, tags)
+
+    def _add_run(self, keys: np.ndarray, tags: np.ndarray) -> None:
         order = np.argsort(keys)
         self._runs.append((keys[order], tags[order]))
-        self._recent = {}
         while len(self._runs) > 1 and len(self._runs[-1][0]) * 2 > len(self._runs[-2][0]):
             (keys_a, tags_a), (keys_b, tags_b) = self._runs.pop(), self._runs.pop()
             keys, tags = np.concatenate([keys_b, keys_a]), np.concatenate([tags_b, tags_a])

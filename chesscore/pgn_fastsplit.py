@@ -10,8 +10,9 @@ everything the line walk of pgn_split would look at agrees with that layout (the
 its paragraph fast path, below), so both find the same games. pgn_split walks the segments that
 are not ok line by line (and on to the end of the buffer, should one end inside a game).
 
-Work per byte is a few numpy comparisons and nonzeros (newlines, braces); everything else looks
-only at those special bytes, and at the rare bytes never in a plain game (CR, ;, 0xEF).
+Work per byte is a numpy comparison and nonzero (newlines) and a memrchr back to each segment's
+last braces; everything else looks only at the newlines, and at the rare bytes never in a plain
+game (CR, ;, 0xEF).
 """
 
 from __future__ import annotations
@@ -32,10 +33,13 @@ def _count(positions: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarr
     return np.searchsorted(positions, high) - np.searchsorted(positions, low)
 
 
-def _last_before(positions: np.ndarray, high: np.ndarray) -> np.ndarray:
-    """The last of the sorted positions below each high, or -1."""
-    at = np.searchsorted(positions, high) - 1
-    return np.where(at >= 0, positions[np.maximum(at, 0)] if len(positions) else -1, -1)
+def _comments_closed(buf: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Whether no {comment} is open at the end of each buf[start:end] (comments do not nest, so
+    the last brace tells). Two memrchr calls a segment cost less than scanning every byte for
+    braces with numpy, as most movetext ends in or just after a comment."""
+    closed = [(o := buf.rfind(b"{", s, e)) < 0 or buf.rfind(b"}", o, e) > o
+              for s, e in zip(starts.tolist(), ends.tolist())]
+    return np.array(closed, bool)
 
 
 def plain_games(buf: bytes, end: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
@@ -48,7 +52,7 @@ def plain_games(buf: bytes, end: int) -> tuple[np.ndarray, np.ndarray, np.ndarra
     # Comparisons and nonzero run at a fraction of a ns per byte; a 256-entry table lookup would
     # cost ten times more. Bytes never in a plain game (CR, a ; comment, 0xEF of a BOM) are rare:
     # looked for with memchr first.
-    newlines, opens, closes = np.flatnonzero(a == 10), np.flatnonzero(a == 123), np.flatnonzero(a == 125)
+    newlines = np.flatnonzero(a == 10)
     rare = any(buf.find(byte, 0, end) >= 0 for byte in (b"\r", b";", b"\xef"))
     odd = np.flatnonzero((a == 13) | (a == 59) | (a == 0xEF)) if rare else empty
     after = np.minimum(newlines + 1, end - 1)
@@ -73,7 +77,7 @@ def plain_games(buf: bytes, end: int) -> tuple[np.ndarray, np.ndarray, np.ndarra
     ok &= ~_BAD_LINE_START[a[np.minimum(moves, end - 1)]]
     bad_lines = newlines[_BAD_LINE_START[a[np.minimum(newlines + 1, end - 1)]]]
     ok &= _count(bad_lines, moves, e - 2) == 0
-    ok &= _last_before(opens, e - 2) <= np.maximum(_last_before(closes, e - 2), moves - 1)
+    ok &= _comments_closed(buf, moves, e - 2)
     ok &= _count(odd, s, e) == 0
     return s, e, moves, ok, int(candidates[-1])
 

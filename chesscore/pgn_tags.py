@@ -29,6 +29,8 @@ class TagTable:
     def __init__(self, names: pa.Array, values: pa.Array, game: np.ndarray, games: int) -> None:
         self.names, self.values, self.game, self.games = names, values, game, games
         self._columns: dict[str, pa.Array] = {}
+        self._codes: np.ndarray | None = None  # names as dictionary codes, made on first use
+        self._code_of: dict[str, int] = {}
 
     @classmethod
     def build(cls, heads: list[str | dict[str, str]]) -> "TagTable":
@@ -47,7 +49,12 @@ class TagTable:
     def column(self, name: str) -> pa.Array:
         """The value of tag `name` for every game (its last occurrence), null where absent."""
         if name not in self._columns:
-            at = np.flatnonzero(pc.equal(self.names, name).to_numpy(zero_copy_only=False))
+            if self._codes is None:  # one hash pass over the names; then each column is an int compare
+                encoded = pc.dictionary_encode(self.names)
+                self._codes = encoded.indices.to_numpy(zero_copy_only=False)
+                self._code_of = {value: code for code, value in enumerate(encoded.dictionary.to_pylist())}
+            code = self._code_of.get(name, -1)
+            at = np.flatnonzero(self._codes == code) if code >= 0 else np.zeros(0, np.int64)
             last = at[np.append(self.game[at][1:] != self.game[at][:-1], True)] if len(at) else at
             take = np.full(self.games, -1, np.int64)
             take[self.game[last]] = last

@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 
 from chesscore import pgn_input
-from chesscore.dedup import SeenKeys
+from chesscore.dedup import SeenKeys, repeated
 from chesscore.fileio import atomic_write_json, sha256_file
 from chesscore.pgn_split import MAX_GAME_BYTES, split_games
 from chesscore.shards import SCHEMA, RowWriter
@@ -180,7 +180,7 @@ class _Merger:
         ids, moves = result.id_keys, result.move_keys
         has_id = ids != 0
         found_ids, found_moves = self.ids.lookup(ids), self.moves.lookup(moves)
-        suspect = (has_id & ((found_ids >= 0) | _repeated(ids))) | (found_moves >= 0) | _repeated(moves)
+        suspect = (has_id & ((found_ids >= 0) | repeated(ids))) | (found_moves >= 0) | repeated(moves)
         index = rows["source_index"].to_numpy()
         tags = (number << _INDEX_BITS) | index
         clear = ~suspect
@@ -210,12 +210,6 @@ class _Merger:
 
     def _where(self, tag: int) -> str:
         return f"game {tag & ((1 << _INDEX_BITS) - 1)} of {self.inputs[tag >> _INDEX_BITS]['path']}"
-
-
-def _repeated(keys: np.ndarray) -> np.ndarray:
-    """True where a key occurs more than once in the array (0, "no key", included)."""
-    _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
-    return counts[inverse] > 1
 
 
 def _report(inputs: list[dict], errors: list[dict]) -> dict[str, Any]:

@@ -198,14 +198,20 @@ def test_seen_keys_keep_the_first_occurrence_across_spills_and_merges(flush):
     rng = np.random.default_rng(flush)
     seen, first = SeenKeys(flush=flush), {}
     keys = rng.integers(0, 3000, 12_000).astype(np.uint64)
-    for start in range(0, len(keys), 37):
+    for number, start in enumerate(range(0, len(keys), 37)):
         chunk = keys[start:start + 37]
         assert seen.lookup(chunk).tolist() == [first.get(int(k), -1) for k in chunk]
-        for offset, key in enumerate(chunk.tolist()):
+        fresh = [(offset, key) for offset, key in enumerate(chunk.tolist()) if key not in first]
+        if number % 2 and len({key for _, key in fresh}) == len(fresh):  # as the callers batch them
+            seen.add_new(np.array([key for _, key in fresh], np.uint64), np.array([start + o for o, _ in fresh]))
+            first.update((key, start + offset) for offset, key in fresh)
+            continue
+        for offset, key in fresh:
             if key not in first:  # the callers add only keys they found unseen
                 first[key] = start + offset
                 seen.add(key, start + offset)
     assert len(seen) == len(first)
+    assert any(len(keys) > 37 for keys, _ in seen._runs)  # runs were merged
 
 
 TAG_VALUES = {"Variant": [None, "", "Standard", "chess", "Atomic", "From Position"],
