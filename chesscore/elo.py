@@ -25,9 +25,9 @@ its developers of Ordo ratings from games at 60s+0.6s, 1 thread, anchored on the
 list (goldfish 1.13 = 2000; Stockfish PR #2225). So a level's anchor is that curve's value:
 UCI_Elo N stands for N, and Skill Level L for 1346.6 + 143.4 L^0.806 (L = 0: 1347, 1: 1490,
 3: 1694, 5: 1871, 10: 2264). These are CCRL (engine-list) Elo, not Lichess or FIDE ratings. The
-handicap picks its move once the search reaches depth 1 + level, so a short movetime still
-gives the calibrated strength for the low levels as long as that depth is reached (the arena
-records the depth Stockfish reported).
+handicap picks its move from a MultiPV 4 search to depth 1 + level; chesscore.engine runs that
+search and that pick itself, with a seeded generator, so arena games are reproducible (the
+arena records the depth Stockfish reported).
 """
 
 from __future__ import annotations
@@ -62,6 +62,11 @@ def stockfish_skill_elo(level: float) -> float:
     if not 0 <= level <= 20:
         raise ValueError(f"Stockfish Skill Level {level} is outside 0..20")
     return SF_ELO_OFFSET + SF_ELO_SCALE * level ** SF_ELO_POWER
+
+
+def stockfish_uci_elo_level(uci_elo: float) -> float:
+    """The fractional Skill Level Stockfish 15.1 plays a UCI_Elo at (search.cpp's Skill)."""
+    return min(max(((uci_elo - SF_ELO_OFFSET) / SF_ELO_SCALE) ** (1 / SF_ELO_POWER), 0.0), 20.0)
 
 
 def _finite_or_none(value: float) -> float | None:

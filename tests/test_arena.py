@@ -2,6 +2,7 @@
 
 import io
 import json
+import random
 import subprocess
 import sys
 from dataclasses import replace
@@ -14,7 +15,7 @@ import torch
 
 from chesscore import checkpoint, engine, failures
 from chesscore.arena import (OPENINGS, ArenaConfig, Opponent, pgn_text, play_match, summarise)
-from chesscore.engine import StockfishLevel, StockfishMissing, find_stockfish
+from chesscore.engine import Stockfish, StockfishLevel, StockfishMissing, find_stockfish, pick_handicapped
 from chesscore.model import CONFIGS, GPT
 from chesscore.play import play_mask
 from chesscore.tokens import State, encode_game
@@ -108,6 +109,43 @@ def test_stockfish_beats_a_tiny_model_and_anchors_an_upper_bound(model, stockfis
     assert parsed.headers["BlackElo"] == "1347" and parsed.headers["Termination"] == "normal"
 
 
+def test_the_handicap_pick_follows_stockfish_formula():
+    a, b, c, d = (chess.Move.from_uci(u) for u in ("e2e4", "d2d4", "g1f3", "a2a3"))
+    # Equal scores: every push is zero, and the last of equals wins, as in Skill::pick_best.
+    assert pick_handicapped([(a, 10), (b, 10)], 0.0, random.Random(0)) == b
+
+    def picks(lines, level):
+        return [pick_handicapped(lines, level, random.Random(seed)) for seed in range(400)]
+    # A close second: the weakest level picks it about as often as the best; a blunder 3 pawns
+    # down (378 internal units) is nearly never picked at level 19 and sometimes at level 0.
+    close = picks([(a, 50), (b, 40), (c, 30), (d, -400)], 0.0)
+    assert 0.25 < close.count(b) / len(close) < 0.6 and close.count(a) > 0
+    blunder = [(a, 0), (b, -378)]
+    assert picks(blunder, 19.0).count(b) == 0 < picks(blunder, 0.0).count(b)
+
+
+def test_handicapped_stockfish_is_reproducible_and_weaker(stockfish):
+    """Stockfish's own handicap is clock-seeded; ours gives the same move for the same game and
+    position in any process, and at level 0 often not the engine's best."""
+    positions, board, rng = [], chess.Board(), random.Random(3)
+    while len(positions) < 30 and not board.is_game_over():
+        positions.append(board.copy())
+        board.push(rng.choice(list(board.legal_moves)))
+    level = StockfishLevel("sf-skill0", skill=0)
+    runs = []
+    for _ in range(2):
+        with Stockfish(stockfish, level) as engine_run:
+            runs.append([engine_run.play(p, game="g")[0] for p in reversed(positions) if p.ply() % 2 == 0] +
+                        [engine_run.play(p, game="g")[0] for p in positions])
+    assert runs[0] == runs[1]
+    with Stockfish(stockfish, StockfishLevel("full", skill=20, movetime_ms=None, nodes=2000)) as strongest:
+        best = [strongest.engine.analyse(p, chess.engine.Limit(depth=1))["pv"][0] for p in positions]
+    assert sum(mine != top for mine, top in zip(runs[0][-len(positions):], best)) >= 3
+    with Stockfish(stockfish, level) as again:  # another game name: another draw of the generator
+        other = [again.play(p, game="h")[0] for p in positions]
+    assert other != runs[0][-len(positions):]
+
+
 def test_another_checkpoint_plays_its_side_in_the_same_batches(model):
     torch.manual_seed(1)
     untrained = GPT(CONFIGS["tiny"]).eval()
@@ -164,7 +202,7 @@ arena:
     assert all(g is not None and not g.errors for g in parsed) and chess.pgn.read_game(pgn) is None
     assert (out / "results.csv").read_text().count("\n") == 4
     assert (out / "games.csv").read_text().count("\n") == 7
-    assert "| sf-skill0: Stockfish Skill Level=0 nodes=300 | 1347 | 2 |" in (out / "report.md").read_text()
+    assert "| sf-skill0: Stockfish Skill Level=0 depth=1 multipv=4 | 1347 | 2 |" in (out / "report.md").read_text()
     assert "rating anchored on Stockfish" in done.stdout
 
     missing = _arena(tmp_path, "--stockfish", str(tmp_path / "no-stockfish"))
