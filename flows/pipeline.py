@@ -128,17 +128,27 @@ def publish_summary(root: Path, results: list[dict[str, Any]]) -> None:
                              description="The evaluation report of the current checkpoint")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m flows.pipeline", description=__doc__.split("\n\n")[0])
+def add_flow_arguments(parser: argparse.ArgumentParser, retry_delay_seconds: float) -> None:
+    """The flow's parameters as command-line options (for a run now and for a deployment)."""
     parser.add_argument("--profile", default=None, help="params.yaml profile to apply first (demo, baseline)")
     parser.add_argument("--stages", nargs="+", default=None, help="stages to run (default: all, in DAG order)")
     parser.add_argument("--input-dir", default=None, help="folder of raw .pgn/.pgn.zst dumps for validate")
     parser.add_argument("--repo", default=str(PROJECT), help="the project checkout (holds dvc.yaml)")
     parser.add_argument("--retries", type=int, default=3, help="attempts after the first, retryable failures only")
-    parser.add_argument("--retry-delay-seconds", type=float, default=30.0, help="first retry delay (doubles)")
+    parser.add_argument("--retry-delay-seconds", type=float, default=retry_delay_seconds,
+                        help="first retry delay (doubles)")
+
+
+def flow_parameters(args: argparse.Namespace) -> dict[str, Any]:
+    return {"profile": args.profile, "stages": args.stages, "input_dir": args.input_dir, "repo": args.repo,
+            "retries": args.retries, "retry_delay_seconds": args.retry_delay_seconds}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m flows.pipeline", description=__doc__.split("\n\n")[0])
+    add_flow_arguments(parser, retry_delay_seconds=30.0)
     args = parser.parse_args(argv)
-    state = pipeline(profile=args.profile, stages=args.stages, input_dir=args.input_dir, repo=args.repo,
-                     retries=args.retries, retry_delay_seconds=args.retry_delay_seconds, return_state=True)
+    state = pipeline(**flow_parameters(args), return_state=True)
     print(f"flow run {state.state_details.flow_run_id}: {state.name}", flush=True)
     return 0 if state.is_completed() else 1
 

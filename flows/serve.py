@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 
-from flows.pipeline import PROJECT, pipeline
+from flows.pipeline import add_flow_arguments, flow_parameters, pipeline
 
 NIGHTLY = "0 2 * * *"  # 02:00 every day, in the timezone given below
 
@@ -26,20 +26,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--name", default="nightly", help="deployment name (shown as chess-pipeline/<name>)")
     parser.add_argument("--cron", default=NIGHTLY, help="cron schedule of the runs")
     parser.add_argument("--timezone", default="UTC", help="timezone of the cron schedule (IANA name)")
-    parser.add_argument("--profile", default=None, help="params.yaml profile each run applies first")
-    parser.add_argument("--stages", nargs="+", default=None, help="stages each run runs (default: all)")
-    parser.add_argument("--input-dir", default=None, help="folder of raw dumps each run validates")
-    parser.add_argument("--repo", default=str(PROJECT), help="the project checkout (holds dvc.yaml)")
-    parser.add_argument("--retries", type=int, default=3, help="attempts after the first, retryable failures only")
-    parser.add_argument("--retry-delay-seconds", type=float, default=60.0, help="first retry delay (doubles)")
+    add_flow_arguments(parser, retry_delay_seconds=60.0)  # each run's parameters
     args = parser.parse_args(argv)
     from prefect.schedules import Cron
 
     pipeline.serve(
         name=args.name,
         schedules=[Cron(args.cron, timezone=args.timezone)],
-        parameters={"profile": args.profile, "stages": args.stages, "input_dir": args.input_dir,
-                    "repo": args.repo, "retries": args.retries, "retry_delay_seconds": args.retry_delay_seconds},
+        parameters=flow_parameters(args),
         description="The DVC pipeline (validate, convert, train, evaluate, selfplay, arena), "
                     "one task per stage, retried when a retry can help.",
         tags=["chesscore", "dvc"],

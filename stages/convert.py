@@ -22,7 +22,7 @@ from tqdm import tqdm
 
 from chesscore import failures, validate_run
 from chesscore.convert import ConvertConfig, LeakageError, run_convert
-from stages.params import PARAMS, config_from, read_params, worker_count
+from stages.params import PARAMS, config_from, params_section, worker_count
 
 
 def parser(defaults: dict[str, Any]) -> argparse.ArgumentParser:
@@ -51,10 +51,7 @@ def summary(manifest: dict[str, Any], out: Path, seconds: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--params", type=Path, default=PARAMS)
-    params_path = pre.parse_known_args(argv)[0].params
-    values = read_params(params_path, "convert")
+    params_path, values = params_section(argv, "convert")
     args = parser(values).parse_args(argv)
     config = config_from(values, ConvertConfig, params_path, "convert")
     if not all((args.validated / name).is_file() for name in (validate_run.GAMES, validate_run.INPUTS,

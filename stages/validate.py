@@ -26,7 +26,7 @@ from chesscore import failures
 from chesscore.pgn_input import find_inputs
 from chesscore.validate import ValidateConfig
 from chesscore.validate_run import run_validate
-from stages.params import PARAMS, config_from, read_params, worker_count
+from stages.params import PARAMS, config_from, params_section, worker_count
 
 
 def parser(defaults: dict[str, Any]) -> argparse.ArgumentParser:
@@ -67,10 +67,7 @@ def summary(report: dict[str, Any], out: Path, seconds: float, workers: int) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--params", type=Path, default=PARAMS)
-    params_path = pre.parse_known_args(argv)[0].params
-    values = read_params(params_path, "validate")
+    params_path, values = params_section(argv, "validate")
     args = parser(values).parse_args(argv)
     config = config_from(values, ValidateConfig, params_path, "validate")
     workers = worker_count(args.workers)
