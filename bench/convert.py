@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--copies", type=int, default=12, help="copies of the ~4,500 base games in 1x")
     parser.add_argument("--baseline-games", type=int, default=2000, help="games for the python-chess loop")
-    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds of ours and pgn-extract at 4x")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of ours and pgn-extract at 4x")
     args = parser.parse_args(argv)
     if not CORPUS.is_file():
         print(f"bench/convert: the shared corpus is not at {CORPUS}; nothing to measure")
@@ -184,11 +184,15 @@ def main(argv: list[str] | None = None) -> int:
           f"4x {n4:,} games; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     # The machine's speed drifts (shared cores): alternate the two main contenders and keep each
     # one's best round.
-    extract, four = None, None
+    best: dict[str, dict] = {}
     for _ in range(args.rounds):
-        extract = min(filter(None, [extract, pgn_extract(pgn4, n4)]), key=lambda run: run["cpu"])
-        four = min(filter(None, [four, ours(pgn4, "4x", workers=1)]), key=lambda run: run["cpu"])
-    four_zst, unzstd = ours(zst4, "4x-zst", workers=1), zstd_decompress(zst4)
+        for name, measure_once in (("extract", lambda: pgn_extract(pgn4, n4)),
+                                   ("four", lambda: ours(pgn4, "4x", workers=1)),
+                                   ("four_zst", lambda: ours(zst4, "4x-zst", workers=1)),
+                                   ("unzstd", lambda: zstd_decompress(zst4))):
+            run = measure_once()
+            best[name] = min(filter(None, [best.get(name), run]), key=lambda r: r["cpu"])
+    extract, four, four_zst, unzstd = best["extract"], best["four"], best["four_zst"], best["unzstd"]
     chess_loop = python_chess(pgn4, args.baseline_games)
     one = ours(pgn1, "1x", workers=1)
     two_workers = ours(pgn4, "4x-w2", workers=2)
