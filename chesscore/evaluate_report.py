@@ -6,13 +6,11 @@ DVC plots (accuracy by rating, by phase), and a one-page Markdown report.
 
 from __future__ import annotations
 
-import csv
-import io
 from pathlib import Path
 from typing import Any
 
 from chesscore.evaluate import DIMENSIONS, UNKNOWN
-from chesscore.fileio import atomic_write_json, atomic_write_text
+from chesscore.fileio import atomic_write_json, atomic_write_text, csv_text
 
 TABLE_FILES = {"rating": "by_rating.csv", "time_control": "by_time_control.csv", "phase": "by_phase.csv"}
 PLOT_RATING = "plots/accuracy_by_rating.csv"
@@ -20,15 +18,11 @@ PLOT_PHASE = "plots/accuracy_by_phase.csv"
 
 
 def _csv(rows: list[dict[str, Any]]) -> str:
+    """Every key of any row is a column, in order of first appearance."""
     columns: list[str] = []
     for row in rows:
         columns += [key for key in row if key not in columns]
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({key: _cell(row.get(key)) for key in columns})
-    return out.getvalue()
+    return csv_text([{key: _cell(row.get(key)) for key in columns} for row in rows], columns)
 
 
 def _cell(value: Any) -> Any:

@@ -6,7 +6,9 @@ its final name, so a killed process never leaves a half file under the final nam
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import json
 import os
 import tempfile
@@ -42,6 +44,15 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def csv_text(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    """rows as CSV text with a header: the given columns only, \n line ends (same bytes on every OS)."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n", extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()
 
 
 def canonical_json(obj: Any) -> str:

@@ -11,8 +11,6 @@ GPU telemetry, peak memory, and the closing summary. Only rank 0 writes.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import resource
 import shutil
@@ -25,7 +23,7 @@ from typing import Any
 
 import torch
 
-from chesscore.fileio import atomic_write_json, atomic_write_text, sha256_file
+from chesscore.fileio import atomic_write_json, atomic_write_text, csv_text, sha256_file
 from chesscore.train_state import TrainState
 
 OUTPUTS = ("best.pt", "results.json", "metrics.json", "plots/train_loss.csv", "plots/validation.csv",
@@ -95,13 +93,6 @@ class GpuTelemetry:
                 self.stop_event.wait(self.period)
 
 
-def _csv(rows: list[dict[str, Any]], columns: list[str]) -> str:
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n", extrasaction="ignore")
-    writer.writeheader()
-    writer.writerows(rows)
-    return out.getvalue()
-
 
 def validation_row(record: dict[str, Any]) -> dict[str, Any]:
     v = record["validation"]
@@ -122,9 +113,9 @@ def write_metrics_and_plots(output: Path, state: TrainState, status: str) -> Non
                "final": {k: v for k, v in last.items() if k != "step"}}
     atomic_write_json(output / "metrics.json", metrics)
     atomic_write_text(output / "plots" / "train_loss.csv",
-                      _csv(state.train_log, ["step", "nll", "lr", "grad_norm"]))
+                      csv_text(state.train_log, ["step", "nll", "lr", "grad_norm"]))
     columns = list(rows[0]) if rows else ["step", "nll"]
-    atomic_write_text(output / "plots" / "validation.csv", _csv(rows, columns))
+    atomic_write_text(output / "plots" / "validation.csv", csv_text(rows, columns))
 
 
 def run_results(state: TrainState, status: str, *, useful: float, padded: float, seconds: float,

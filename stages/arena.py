@@ -13,8 +13,6 @@ Debian's `stockfish` package; where it is missing the stage stops and says how t
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import sys
 import time
 from dataclasses import asdict
@@ -29,7 +27,7 @@ from chesscore.arena import (CHECKPOINT, RANDOM, STOCKFISH, ArenaConfig, ArenaGa
                              pgn_text, play_match, summarise)
 from chesscore.checkpoint import load_model
 from chesscore.engine import StockfishLevel, find_stockfish
-from chesscore.fileio import atomic_write_json, atomic_write_text, sha256_file
+from chesscore.fileio import atomic_write_json, atomic_write_text, csv_text, sha256_file
 from stages.params import PARAMS, params_section
 
 
@@ -80,13 +78,6 @@ def build_opponents(specs: list[dict[str, Any]], search: dict[str, Any], device:
             raise ValueError(f"arena.opponents: {name!r} has kind {kind!r}; expected random, stockfish or checkpoint")
     return opponents
 
-
-def _csv(rows: list[dict[str, Any]], columns: list[str]) -> str:
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return out.getvalue()
 
 
 def _elo_text(row: dict[str, Any], keys=("elo", "low", "high")) -> str:
@@ -164,8 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     atomic_write_json(out / "arena.json", record)
     atomic_write_text(out / "games.pgn", pgn_text(matches, checkpoint))
     game_table = game_rows(matches)
-    atomic_write_text(out / "games.csv", _csv(game_table, list(game_table[0])))
-    atomic_write_text(out / "results.csv", _csv(summary["opponents"], [
+    atomic_write_text(out / "games.csv", csv_text(game_table, list(game_table[0])))
+    atomic_write_text(out / "results.csv", csv_text(summary["opponents"], [
         "name", "kind", "anchor_elo", "games", "wins", "draws", "losses", "score", "elo", "low", "high",
         "los", "draw_ratio", "mean_plies", "illegal_attempts", "model_moves", "illegal_attempt_rate"]))
     atomic_write_text(out / "report.md", report_markdown(summary, checkpoint, config))
