@@ -10,9 +10,9 @@ everything the line walk of pgn_split would look at agrees with that layout (the
 its paragraph fast path, below), so both find the same games. pgn_split walks the segments that
 are not ok line by line (and on to the end of the buffer, should one end inside a game).
 
-Work per byte is a numpy comparison and nonzero (newlines) and a memrchr back to each segment's
-last braces; everything else looks only at the newlines, and at the rare bytes never in a plain
-game (CR, ;, 0xEF).
+Work per byte is one numpy comparison and nonzero (newlines) and a memchr for each of the rare
+bytes never in a plain game (CR, ;, 0xEF); everything else looks only at the newlines, those
+rare bytes and the last few bytes of each movetext (for an open comment).
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ _SUSPECT_LINE = re.compile(rb"\n[ \t\f\v]*(?:\n|\[|$|\xef\xbb\xbf)")  # a blank,
 # A movetext line may not start with these: blank, indented, a tag, a BOM (the line walk's checks).
 _BAD_LINE_START = np.zeros(256, bool)
 _BAD_LINE_START[[ord(c) for c in "\n \t\f\v\r["] + [0xEF]] = True
+_TAIL = 32  # bytes at the end of a movetext where its last brace usually is
+_RARE_BY_FIND = 64  # rare bytes in a buffer found one by one before a numpy scan pays
 
 
 def _count(positions: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
@@ -33,13 +35,39 @@ def _count(positions: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarr
     return np.searchsorted(positions, high) - np.searchsorted(positions, low)
 
 
-def _comments_closed(buf: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+def _comments_closed(a: np.ndarray, buf: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Whether no {comment} is open at the end of each buf[start:end] (comments do not nest, so
-    the last brace tells). Two memrchr calls a segment cost less than scanning every byte for
-    braces with numpy, as most movetext ends in or just after a comment."""
-    closed = [(o := buf.rfind(b"{", s, e)) < 0 or buf.rfind(b"}", o, e) > o
-              for s, e in zip(starts.tolist(), ends.tolist())]
-    return np.array(closed, bool)
+    the last brace tells). Most movetext ends in or just after a comment (`{ [%clk 0:00:11] }
+    1-0`), so the last brace is looked for in the last _TAIL bytes of every segment at once;
+    only segments with none there are searched with memrchr."""
+    closed = np.ones(len(starts), bool)
+    if not len(starts):
+        return closed
+    at = ends[:, None] - np.arange(1, _TAIL + 1)  # each segment's tail, last byte first
+    window = np.where(at >= starts[:, None], a[np.maximum(at, 0)], 0)
+    brace = (window == ord("{")) | (window == ord("}"))
+    found = brace.any(axis=1)
+    closed[found] = window[found, brace[found].argmax(axis=1)] == ord("}")
+    for i in np.flatnonzero(~found & (ends - starts > _TAIL)).tolist():  # shorter ones have no brace
+        start, end = int(starts[i]), int(ends[i])
+        last_open = buf.rfind(b"{", start, end)
+        closed[i] = last_open < 0 or buf.rfind(b"}", last_open, end) > last_open
+    return closed
+
+
+def _rare_positions(a: np.ndarray, buf: bytes, end: int) -> np.ndarray:
+    """Sorted positions of the bytes never in a plain game (CR, a ; comment, 0xEF of a BOM) in
+    buf[:end]: found with memchr while they are few (a non-ASCII name has an 0xEF now and then),
+    with a numpy scan once they are not."""
+    found: list[int] = []
+    for byte in (b"\r", b";", b"\xef"):
+        at = buf.find(byte, 0, end)
+        while at >= 0:
+            found.append(at)
+            if len(found) > _RARE_BY_FIND:
+                return np.flatnonzero((a == 13) | (a == 59) | (a == 0xEF))
+            at = buf.find(byte, at + 1, end)
+    return np.array(sorted(found), np.int64)
 
 
 def plain_games(buf: bytes, end: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
@@ -50,11 +78,9 @@ def plain_games(buf: bytes, end: int) -> tuple[np.ndarray, np.ndarray, np.ndarra
         return empty, empty, empty, np.zeros(0, bool), 0
     a = np.frombuffer(buf, np.uint8, count=end)
     # Comparisons and nonzero run at a fraction of a ns per byte; a 256-entry table lookup would
-    # cost ten times more. Bytes never in a plain game (CR, a ; comment, 0xEF of a BOM) are rare:
-    # looked for with memchr first.
+    # cost ten times more.
     newlines = np.flatnonzero(a == 10)
-    rare = any(buf.find(byte, 0, end) >= 0 for byte in (b"\r", b";", b"\xef"))
-    odd = np.flatnonzero((a == 13) | (a == 59) | (a == 0xEF)) if rare else empty
+    odd = _rare_positions(a, buf, end)
     after = np.minimum(newlines + 1, end - 1)
     double = newlines[(a[after] == 10) & (newlines + 1 < end)]  # p: "\n\n" at p
     bound = double[(double + 2 < end) & (a[np.minimum(double + 2, end - 1)] == ord("["))]
@@ -77,7 +103,7 @@ def plain_games(buf: bytes, end: int) -> tuple[np.ndarray, np.ndarray, np.ndarra
     ok &= ~_BAD_LINE_START[a[np.minimum(moves, end - 1)]]
     bad_lines = newlines[_BAD_LINE_START[a[np.minimum(newlines + 1, end - 1)]]]
     ok &= _count(bad_lines, moves, e - 2) == 0
-    ok &= _comments_closed(buf, moves, e - 2)
+    ok &= _comments_closed(a, buf, moves, e - 2)
     ok &= _count(odd, s, e) == 0
     return s, e, moves, ok, int(candidates[-1])
 

@@ -178,7 +178,11 @@ def split_games(blocks: Iterable[bytes], max_game_bytes: int = MAX_GAME_BYTES,
             index, skipping = index + 1, None
             cut_at = len(buf) if found < 0 else found + 2
             base, buf = base + cut_at, buf[cut_at:]
-        end = len(buf) if last else max(buf.rfind(b"\n\n"), buf.rfind(b"\n\r\n"))
+        if last:
+            end = len(buf)
+        else:  # the last blank line; a CRLF one only matters after the last LF one
+            blank = buf.rfind(b"\n\n")
+            end = max(blank, buf.rfind(b"\n\r\n", max(blank, 0)))
         if end <= 0:
             continue
         starts, movetext, odd = _find_games(buf, end, fast)
@@ -189,7 +193,7 @@ def split_games(blocks: Iterable[bytes], max_game_bytes: int = MAX_GAME_BYTES,
         for begin, finish in zip(starts, ends):
             data = buf[begin:finish]
             at = movetext.get(begin)
-            yield RawGame(index, base + begin, data, odd=begin in odd, movetext=plain_movetext(data) if at is None else at)
+            yield RawGame(index, base + begin, data, None, begin in odd, plain_movetext(data) if at is None else at)
             index += 1
         if not last:
             base, buf = base + starts[-1], buf[starts[-1]:]

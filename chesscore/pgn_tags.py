@@ -43,8 +43,10 @@ class TagTable:
             names = pa.concat_arrays([names, pa.array(extra_names, pa.string())])
             values = pa.concat_arrays([values, pa.array(extra_values, pa.string())])
             game = np.concatenate([game, np.array(extra_game, np.int64)])
-        order = np.argsort(game, kind="stable")  # by game, each game's tags in their order
-        return cls(names.take(pa.array(order)), values.take(pa.array(order)), game[order], len(heads))
+        if len(game) > 1 and (game[1:] < game[:-1]).any():  # by game, each game's tags in their order
+            order = pa.array(np.argsort(game, kind="stable"))
+            names, values, game = names.take(order), values.take(order), game[order.to_numpy()]
+        return cls(names, values, game, len(heads))
 
     def column(self, name: str) -> pa.Array:
         """The value of tag `name` for every game (its last occurrence), null where absent."""

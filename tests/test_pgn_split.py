@@ -100,12 +100,33 @@ def test_an_oversized_game_is_one_problem_record_and_reading_resumes():
 LINES = [b'[Event "Rated Blitz game"]', b'[Site "https://lichess.org/abcdefgh"]', b'[Result "1-0"]',
          b'[Round "1"]', b'  [Variant "Standard"]', b'[White "a"] 1. e4 e5 *', b"1. e4 e5 2. Nf3 Nc6 1-0",
          b"1. d4 { open comment", b"closing } d5 *", b"{ [%clk 0:01:00] } 2... Nf6", b"; rest { of line",
-         b"%escape line", b"", b"", b"   ", b"[not a tag", b"} stray", BOM + b'[Event "x"]']
+         b"%escape line", b"", b"", b"   ", b"[not a tag", b"} stray", BOM + b'[Event "x"]',
+         b"1. e4 { a comment left open, with more than thirty-two bytes after its brace 1-0"]
 
 
 PLAIN = [b'[Event "Rated Blitz game"]\n[Site "https://lichess.org/abcdefgh"]\n[Result "1-0"]\n\n'
          b"1. e4 { [%clk 0:03:00] } 1... e5 { [%clk 0:02:59] } 1-0\n\n",
-         b'[Event "x"]\n[Result "*"]\n\n1. d4 d5 *\n\n', b'[Round "2"]\n\n0-1\n\n']
+         b'[Event "x"]\n[Result "*"]\n\n1. d4 d5 *\n\n', b'[Round "2"]\n\n0-1\n\n',
+         b'[Event "y"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 4. Ba4 Nf6 5. O-O Be7 6. Re1 b5 1-0\n\n']
+
+
+@pytest.mark.parametrize("count", [3, 200])
+def test_many_rare_bytes_in_a_buffer_split_as_the_line_walk_does(count):
+    # Past a few dozen CRs or ; comments in a buffer the fast path finds them with a numpy scan
+    # instead of one by one: both ways must give the line walk's games and movetext offsets.
+    semicolon = b'[Event "semicolon"]\n\n1. e4 ; a comment\ne5 1-0\n\n'
+    crlf = b'[Event "crlf"]\r\n\r\n1. e4 e5 1-0\r\n\r\n'
+    data = PLAIN[0] + (semicolon + crlf) * count + PLAIN[0] * 3
+    fast, walked = list(split_games([data])), list(split_games([data], fast=False))
+    assert fast == walked and len(fast) == 2 * count + 4
+    assert [g.movetext > 0 for g in fast[1:3]] == [False, False] and fast[-1].movetext > 0
+
+
+def test_a_comment_left_open_far_from_the_end_joins_the_next_paragraphs():
+    data = (b'[Event "a"]\n\n1. e4 { a comment left open with more than thirty-two bytes after it\n\n'
+            b'[Event "b"]\n\n1. d4 } d5 1-0\n\n' + PLAIN[0])
+    fast = list(split_games([data]))
+    assert fast == list(split_games([data], fast=False)) and len(fast) == 2
 
 
 def chunks(parts: list[bytes], newline: bytes) -> bytes:
