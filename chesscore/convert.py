@@ -26,7 +26,7 @@ import pyarrow as pa
 from chesscore import validate_run
 from chesscore.dedup import SeenKeys, repeated
 from chesscore.fileio import atomic_write_json
-from chesscore.shards import MANIFEST, SPLITS, build_manifest, write_shard
+from chesscore.shards import MANIFEST, SPLITS, build_manifest, filter_rows, write_shard
 
 
 class LeakageError(RuntimeError):
@@ -118,7 +118,7 @@ def run_convert(validated: Path, out: Path, config: ConvertConfig, workers: int 
             hashes = move_hashes(batch["tokens"])
             leaks += _count_leaks(seen, hashes, splits)
             for split in range(len(SPLITS)):
-                part = batch.filter(pa.array(splits == split))
+                part = filter_rows(batch, splits == split)
                 if part.num_rows:
                     pending[split].append(part)
                     counts[split] += part.num_rows

@@ -70,6 +70,28 @@ def tokens_array(values: np.ndarray, offsets: np.ndarray) -> pa.ListArray:
     return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(values, pa.uint8()))
 
 
+def filter_rows(batch: pa.RecordBatch, keep: np.ndarray) -> pa.RecordBatch:
+    """The rows where `keep` is true. Arrow's filter moves list columns (tokens, clocks) element
+    by element; here their values are copied a run of kept rows at a time, several times faster
+    when the kept rows come in runs (a few duplicates dropped, or one split of a batch)."""
+    keep = np.asarray(keep, bool)
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], keep.view(np.int8), [0]])))
+    runs = list(zip(edges[0::2].tolist(), edges[1::2].tolist()))
+    mask = pa.array(keep)
+    return pa.RecordBatch.from_arrays([_filter_list(column, keep, runs) if pa.types.is_list(column.type)
+                                       else column.filter(mask) for column in batch.columns], schema=batch.schema)
+
+
+def _filter_list(column: pa.ListArray, keep: np.ndarray, runs: list[tuple[int, int]]) -> pa.ListArray:
+    offsets = column.offsets.to_numpy()  # into column.values, the slice offset included
+    values = column.values.to_numpy(zero_copy_only=False)
+    new_offsets = np.zeros(int(keep.sum()) + 1, np.int32)
+    np.cumsum(np.diff(offsets)[keep], out=new_offsets[1:])
+    kept = np.concatenate([values[offsets[start]:offsets[stop]] for start, stop in runs] or [values[:0]])
+    nulls = pa.array(~column.is_valid().to_numpy(zero_copy_only=False)[keep]) if column.null_count else None
+    return pa.ListArray.from_arrays(pa.array(new_offsets), pa.array(kept, column.type.value_type), mask=nulls)
+
+
 def shard_table(rows: pa.Table) -> pa.Table:
     """The rows as stored in a shard: one record batch, dictionary-encoded string columns."""
     rows = rows.combine_chunks()

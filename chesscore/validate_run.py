@@ -34,7 +34,7 @@ from chesscore import pgn_input
 from chesscore.dedup import SeenKeys, repeated
 from chesscore.fileio import atomic_write_json, sha256_file
 from chesscore.pgn_split import MAX_GAME_BYTES, split_games
-from chesscore.shards import SCHEMA, RowWriter
+from chesscore.shards import SCHEMA, RowWriter, filter_rows
 from chesscore.validate import BatchJob, BatchResult, ValidateConfig, validate_batch
 
 FORMAT = "chesscore-validated/1"
@@ -158,7 +158,7 @@ class _Merger:
         if rows.num_rows:
             self._dedup(number, rows, result, keep, rejects)
         if not keep.all():
-            rows = rows.filter(pa.array(keep))
+            rows = filter_rows(rows, keep)
         if rows.num_rows:
             self.games_out.write_batch(rows)
         if rejects:

@@ -9,12 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chesscore import dataset
 from chesscore.convert import ConvertConfig, LeakageError, assign_splits, run_convert
-from chesscore.shards import SCHEMA
+from chesscore.shards import SCHEMA, filter_rows
 from chesscore.validate import ValidateConfig
 from chesscore.validate_run import GAMES, INPUTS, run_validate
 from corpus import corpus_dir
@@ -116,6 +119,23 @@ def git_dvc_repo(path: Path, env: dict[str, str]) -> None:
 
 
 @pytest.mark.slow
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.integers(0, 255), max_size=5),
+                          st.none() | st.lists(st.floats(0, 60, width=32) | st.just(float("nan")), max_size=3),
+                          st.booleans()), max_size=12),
+       st.integers(0, 3))
+def test_filter_rows_keeps_what_arrow_filter_keeps(rows, skip):
+    # Run-wise copies of the list columns (tokens, clocks with null rows) on a sliced batch.
+    tokens, clocks, keep = zip(*rows) if rows else ((), (), ())
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array(list(tokens), pa.list_(pa.uint8())), pa.array(list(clocks), pa.list_(pa.float32())),
+         pa.array(range(len(rows)), pa.int64())], names=["tokens", "clocks", "n"])
+    batch, keep = batch.slice(min(skip, len(rows))), np.array(keep, bool)[min(skip, len(rows)):]
+    got, expected = filter_rows(batch, keep), batch.filter(pa.array(keep, pa.bool_()))
+    assert got.schema == expected.schema and repr(got.to_pylist()) == repr(expected.to_pylist())  # NaN as text
+    assert got["clocks"].null_count == expected["clocks"].null_count
+
+
 def test_dvc_repro_convert_in_a_fresh_repository(tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()
