@@ -15,6 +15,7 @@ import datetime as dt
 import functools
 import re
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -149,18 +150,29 @@ def _known_array(values: pa.Array) -> pa.Array:
     return pc.if_else(pc.is_in(values, value_set=_UNKNOWN_ARRAY), pa.scalar(None, pa.string()), values)
 
 
-def lichess_ids(tags: TagTable) -> list[str | None]:
-    """lichess_id of every game: the usual Site form column-wise, the rest one by one."""
+def lichess_ids(tags: TagTable) -> pa.Array:
+    """lichess_id of every game (null where none): the usual Site form column-wise, the rest one
+    by one."""
     site = tags.column("Site")
     usual = pc.and_(pc.and_(pc.starts_with(site, "https://lichess.org/"), pc.equal(pc.utf8_length(site), 28)),
                     pc.utf8_is_alnum(pc.utf8_slice_codeunits(site, 20, 28)))
-    ids = pc.if_else(usual, pc.utf8_slice_codeunits(site, 20, 28), pa.scalar(None, pa.string())).to_pylist()
-    missing = [i for i, found in enumerate(ids) if found is None]
-    if missing:
+    ids = pc.if_else(usual, pc.utf8_slice_codeunits(site, 20, 28), pa.scalar(None, pa.string()))
+    missing = np.flatnonzero(~pc.fill_null(usual, False).to_numpy(zero_copy_only=False))
+    if len(missing):
         others = {name: tags.column(name).take(pa.array(missing)).to_pylist() for name in ("Site", "GameId", "LichessURL")}
-        for n, i in enumerate(missing):
-            ids[i] = lichess_id({name: values[n] for name, values in others.items() if values[n] is not None})
+        found = [lichess_id({name: values[n] for name, values in others.items() if values[n] is not None})
+                 for n in range(len(missing))]
+        mask = np.zeros(len(ids), bool)
+        mask[missing] = True
+        ids = pc.replace_with_mask(ids, pa.array(mask), pa.array(found, pa.string()))
     return ids
+
+
+def id_keys(ids: pa.Array) -> np.ndarray:
+    """Each Lichess id's 8 ASCII characters read as one uint64, 0 where a game has none: a key
+    per id for dedup, with no hashing and no collisions."""
+    packed = pc.fill_null(ids, "\0" * 8).cast(pa.binary(8))
+    return np.frombuffer(packed.buffers()[1], np.uint64, count=len(packed), offset=8 * packed.offset)
 
 
 def time_control_classes(values: pa.Array) -> pa.Array:

@@ -3,8 +3,8 @@
     rows, id_keys, move_keys = accepted_rows(source_sha256, parsed, raws, picks)
 
 Tokens, clocks and metadata are built column-wise from the parser's flat arrays and the tag
-table; the keys are 64-bit hashes of each row's Lichess id (0: none) and of its tokens, which
-the caller dedups on.
+table; the keys the caller dedups on are each row's Lichess id packed in 64 bits (0: none) and a
+64-bit hash of its tokens.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import hashlib
 import chess
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from chesscore import pgn_meta as meta
 from chesscore import tokens
@@ -55,11 +56,13 @@ def accepted_rows(source_sha256: str, parsed: ParsedBatch, raws: list[RawGame],
     move_keys = np.frombuffer(b"".join(hashlib.blake2b(view[s:e], digest_size=8).digest()
                                        for s, e in zip(token_offsets[:-1], token_offsets[1:])), np.uint64)
     chosen = pa.array(picks)
-    ids = meta.lichess_ids(parsed.tags)
-    lichess = [ids[k] for k in picks.tolist()]
-    id_digests = b"".join(hashlib.blake2b(i.encode(), digest_size=8).digest() if i else bytes(8) for i in lichess)
+    ids = meta.lichess_ids(parsed.tags).take(chosen)
     arrays = {name: array.take(chosen) for name, array in meta.columns(parsed.tags).items()}
-    arrays["game_id"] = pa.array([i or f"moves:{key:016x}" for i, key in zip(lichess, move_keys.tolist())], pa.string())
+    arrays["game_id"] = ids
+    if ids.null_count:  # no Lichess id: the moves name the game
+        no_id = ids.is_null()
+        names = [f"moves:{key:016x}" for key in move_keys[no_id.to_numpy(zero_copy_only=False)].tolist()]
+        arrays["game_id"] = pc.replace_with_mask(ids, no_id, pa.array(names, pa.string()))
     arrays["source_sha256"] = pa.array([source_sha256] * len(picks), pa.string())
     arrays["source_index"] = pa.array([raws[k].index for k in picks.tolist()], pa.int64())
     arrays["source_offset"] = pa.array([raws[k].offset for k in picks.tolist()], pa.int64())
@@ -70,4 +73,4 @@ def accepted_rows(source_sha256: str, parsed: ParsedBatch, raws: list[RawGame],
     arrays["clocks"] = pa.ListArray.from_arrays(pa.array(move_offsets, pa.int32()), pa.array(clocks, pa.float32()),
                                                 mask=pa.array(~has_clock))
     batch = pa.RecordBatch.from_arrays([arrays[name] for name in SCHEMA.names], schema=SCHEMA)
-    return batch, np.frombuffer(id_digests, np.uint64), move_keys
+    return batch, meta.id_keys(ids), move_keys

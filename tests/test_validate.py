@@ -19,6 +19,7 @@ from chesscore.pgn_parse import parse_batch
 from chesscore.pgn_split import split_games
 from chesscore.tokens import decode_game
 from chesscore.pgn_tags import TagTable
+from chesscore.convert import move_hashes
 from chesscore.validate import ValidateConfig, broken_rules, judge
 from chesscore.validate_run import GAMES, REJECTS, run_validate
 from corpus import corpus_dir
@@ -120,6 +121,14 @@ def test_duplicates_by_id_and_by_moves_within_and_across_files(tmp_path):
     assert report["by_reason"] == {"duplicate": 2}
 
 
+def test_games_without_a_lichess_id_are_named_by_their_moves(tmp_path):
+    text = game(OPENINGS[0], Site=None) + game(OPENINGS[1], Site="Moscow") + game(OPENINGS[2], GameId="idCCCCCC",
+                                                                             Site=None)
+    _, accepted, _ = run(tmp_path, {"a.pgn": text})
+    hashes = move_hashes(pa.array([g["tokens"] for g in accepted], pa.list_(pa.uint8())))
+    assert [g["game_id"] for g in accepted] == [f"moves:{hashes[0]:016x}", f"moves:{hashes[1]:016x}", "idCCCCCC"]
+
+
 def test_dedup_remembers_only_accepted_games(tmp_path):
     a = game(OPENINGS[0], Site="https://lichess.org/idAAAAAA")
     b = game(OPENINGS[0], Site="https://lichess.org/idBBBBBB")  # moves of a: duplicate
@@ -177,7 +186,11 @@ def test_batch_columns_match_the_per_game_functions():
                 {"TimeControl": "abc", "Event": "?"}, {"TimeControl": "0+0"}, {"Event": "casual game"}]
     tags = TagTable.build(headers)
     columns = {name: array.to_pylist() for name, array in pgn_meta.columns(tags).items()}
-    assert pgn_meta.lichess_ids(tags) == [pgn_meta.lichess_id(h) for h in headers]
+    ids = pgn_meta.lichess_ids(tags)
+    assert ids.to_pylist() == [pgn_meta.lichess_id(h) for h in headers]
+    keys = pgn_meta.id_keys(ids.slice(1))  # a slice too: the key of each id, 0 where none
+    assert [bool(k) for k in keys] == [i is not None for i in ids.to_pylist()[1:]]
+    assert len({int(k) for k in keys if k}) == len({i for i in ids.to_pylist()[1:] if i})
     for i, h in enumerate(headers):
         base, increment, kind = pgn_meta.parse_time_control(h.get("TimeControl"))
         expected = {"white_elo": pgn_meta.rating(h.get("WhiteElo")), "black_elo": pgn_meta.rating(h.get("BlackElo")),
