@@ -39,10 +39,14 @@ class SeenKeys:
         """The first occurrence's tag of each key, -1 where it was not seen."""
         keys = np.asarray(keys, np.uint64)
         found = np.full(len(keys), -1, np.int64)
-        for run_keys, run_tags in self._runs:
-            at = np.minimum(np.searchsorted(run_keys, keys), len(run_keys) - 1)
-            hit = (run_keys[at] == keys) & (found < 0)  # older runs first: the first occurrence wins
-            found[hit] = run_tags[at[hit]]
+        if self._runs:  # searched in key order: each binary search starts where the last ended
+            order = np.argsort(keys)
+            ordered, found_ordered = keys[order], np.full(len(keys), -1, np.int64)
+            for run_keys, run_tags in self._runs:
+                at = np.minimum(np.searchsorted(run_keys, ordered), len(run_keys) - 1)
+                hit = (run_keys[at] == ordered) & (found_ordered < 0)  # older runs first: the first occurrence wins
+                found_ordered[hit] = run_tags[at[hit]]
+            found[order] = found_ordered
         if self._recent:
             recent = self._recent
             candidates = (found < 0) & np.isin(keys, np.fromiter(recent, np.uint64, len(recent)))
