@@ -157,9 +157,14 @@ def _concat(parts: list[ParsedBatch]) -> ParsedBatch:
         error=[e for p in parts for e in p.error], parser=[x for p in parts for x in p.parser])
 
 
+class _FirstError(Exception):
+    """Raised out of python-chess's reader at a game's first error."""
+
+
 class _Mainline(chess.pgn.BaseVisitor):
     """python-chess visitor that keeps what validation needs: the tags as written, mainline
-    moves and clocks, the movetext's result token, errors, and the final board."""
+    moves and clocks, the movetext's result token, the first error (reading stops there), and
+    the final board."""
 
     def begin_game(self) -> None:
         self.headers: dict[str, str] = {}
@@ -193,6 +198,7 @@ class _Mainline(chess.pgn.BaseVisitor):
 
     def handle_error(self, error: Exception) -> None:
         self.errors.append(str(error))
+        raise _FirstError  # the first error rejects the game: the rest of its text is not read
 
     def result(self) -> "_Mainline":
         return self
@@ -200,7 +206,11 @@ class _Mainline(chess.pgn.BaseVisitor):
 
 def reference(text: str) -> ParsedBatch:
     """One game read by python-chess (the reference), as a one-game ParsedBatch."""
-    game = chess.pgn.read_game(io.StringIO(text), Visitor=_Mainline)
+    visitor = _Mainline()
+    try:
+        game = chess.pgn.read_game(io.StringIO(text), Visitor=lambda: visitor)
+    except _FirstError:
+        game = visitor
     if game is None:
         return _single({}, [], [], None, False, False, ("unparsable", "no PGN game in the text"))
     error = None
