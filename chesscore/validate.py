@@ -165,14 +165,15 @@ def _validate_batch(job: BatchJob) -> BatchResult:
             rejects.append((game.index, game.offset, None, "unparsable", game.problem))
             continue
         try:
-            texts.append(game.data.decode("utf-8"))
+            text = game.data.decode("utf-8")
         except UnicodeDecodeError as error:
             rejects.append((game.index, game.offset, None, "unparsable",
                             f"invalid UTF-8 at byte {game.offset + error.start}"))
             continue
+        texts.append(text)
         raws.append(game)
-        head = game.data[:game.movetext]  # where the movetext starts, in characters
-        movetext_at.append(game.movetext if head.isascii() else len(head.decode("utf-8")))
+        ascii_only = len(text) == len(game.data)  # where the movetext starts, in characters
+        movetext_at.append(game.movetext if ascii_only else len(game.data[:game.movetext].decode("utf-8")))
     parsed = parse_batch(texts, [game.odd for game in raws], movetext_at,
                          rejected_by_tags=lambda headers: tags_verdict(headers) is not None)
     plies = parsed.plies()
