@@ -26,7 +26,7 @@ import pyarrow as pa
 from chesscore import validate_run
 from chesscore.dedup import SeenKeys, repeated
 from chesscore.fileio import atomic_write_json
-from chesscore.shards import MANIFEST, SPLITS, build_manifest, filter_rows, write_shard
+from chesscore.shards import MANIFEST, SPLITS, build_manifest, filter_rows, move_hashes, write_shard
 
 
 class LeakageError(RuntimeError):
@@ -58,14 +58,6 @@ def assign_splits(game_ids: list[str], config: ConvertConfig) -> np.ndarray:
                                     for game_id in game_ids), np.uint64)
     bounds = [np.uint64(min(int(f * 2 ** 64), 2 ** 64 - 1)) for f in (config.train, config.train + config.validation)]
     return (hashes >= bounds[0]).astype(np.int8) + (hashes >= bounds[1]).astype(np.int8)
-
-
-def move_hashes(tokens: pa.ListArray) -> np.ndarray:
-    """64-bit hash of each game's token sequence (the same one validate dedups with)."""
-    values = memoryview(tokens.values.to_numpy(zero_copy_only=True))
-    offsets = tokens.offsets.to_numpy()
-    return np.frombuffer(b"".join(hashlib.blake2b(values[s:e], digest_size=8).digest()
-                                  for s, e in zip(offsets[:-1].tolist(), offsets[1:].tolist())), np.uint64)
 
 
 def _count_leaks(seen: SeenKeys, hashes: np.ndarray, splits: np.ndarray) -> int:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import xxhash
 
 from chesscore import tokens
 from chesscore.fileio import atomic_write, sha256_json
@@ -68,6 +69,16 @@ DICTIONARY_COLUMNS = ("source_sha256", "event", "white_title", "black_title", "r
 def tokens_array(values: np.ndarray, offsets: np.ndarray) -> pa.ListArray:
     """A list<uint8> column from flat token values and int32 row offsets (len(rows) + 1)."""
     return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(values, pa.uint8()))
+
+
+def move_hashes(tokens: pa.ListArray) -> np.ndarray:
+    """A 64-bit hash (xxh3) of each game's token sequence: the key validate dedups moves on and
+    convert's leakage check counts; it names a game that has no Lichess id."""
+    values = memoryview(tokens.values.to_numpy(zero_copy_only=True))
+    offsets = tokens.offsets.to_numpy()  # into values, a slice's offset included
+    digest = xxhash.xxh3_64_intdigest
+    return np.fromiter((digest(values[s:e]) for s, e in zip(offsets[:-1].tolist(), offsets[1:].tolist())),
+                       np.uint64, len(tokens))
 
 
 def filter_rows(batch: pa.RecordBatch, keep: np.ndarray) -> pa.RecordBatch:

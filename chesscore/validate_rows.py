@@ -4,12 +4,10 @@
 
 Tokens, clocks and metadata are built column-wise from the parser's flat arrays and the tag
 table; the keys the caller dedups on are each row's Lichess id packed in 64 bits (0: none) and a
-64-bit hash of its tokens.
+64-bit hash of its tokens (chesscore.shards.move_hashes).
 """
 
 from __future__ import annotations
-
-import hashlib
 
 import chess
 import numpy as np
@@ -20,7 +18,7 @@ from chesscore import pgn_meta as meta
 from chesscore import tokens
 from chesscore.pgn_parse import ParsedBatch
 from chesscore.pgn_split import RawGame
-from chesscore.shards import SCHEMA, tokens_array
+from chesscore.shards import SCHEMA, move_hashes, tokens_array
 
 
 def _gather(offsets: np.ndarray, picks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -52,9 +50,8 @@ def accepted_rows(source_sha256: str, parsed: ParsedBatch, raws: list[RawGame],
     """Table rows of games `picks` (indices into parsed and raws), and their id and move keys."""
     positions, move_offsets = _gather(parsed.offsets, picks)
     values, token_offsets = _token_values(parsed, positions, move_offsets)
-    view = memoryview(values)
-    move_keys = np.frombuffer(b"".join(hashlib.blake2b(view[s:e], digest_size=8).digest()
-                                       for s, e in zip(token_offsets[:-1], token_offsets[1:])), np.uint64)
+    token_lists = tokens_array(values, token_offsets)
+    move_keys = move_hashes(token_lists)
     chosen = pa.array(picks)
     ids = meta.lichess_ids(parsed.tags).take(chosen)
     arrays = {name: array.take(chosen) for name, array in meta.columns(parsed.tags).items()}
@@ -69,7 +66,7 @@ def accepted_rows(source_sha256: str, parsed: ParsedBatch, raws: list[RawGame],
     arrays["plies"] = pa.array(np.diff(move_offsets).astype(np.int16))
     clocks = parsed.clocks[positions]
     has_clock = np.add.reduceat(~np.isnan(clocks), move_offsets[:-1]) > 0 if len(picks) else np.zeros(0, bool)
-    arrays["tokens"] = tokens_array(values, token_offsets)
+    arrays["tokens"] = token_lists
     arrays["clocks"] = pa.ListArray.from_arrays(pa.array(move_offsets, pa.int32()), pa.array(clocks, pa.float32()),
                                                 mask=pa.array(~has_clock))
     batch = pa.RecordBatch.from_arrays([arrays[name] for name in SCHEMA.names], schema=SCHEMA)

@@ -19,7 +19,7 @@ from chesscore.pgn_parse import parse_batch
 from chesscore.pgn_split import split_games
 from chesscore.tokens import decode_game
 from chesscore.pgn_tags import TagTable
-from chesscore.convert import move_hashes
+from chesscore.shards import move_hashes
 from chesscore.validate import ValidateConfig, broken_rules, judge
 from chesscore.validate_run import GAMES, REJECTS, run_validate
 from corpus import corpus_dir
