@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 from chesscore import failures, validate_run
 from chesscore.convert import ConvertConfig, LeakageError, run_convert
 from stages.params import PARAMS, config_from, params_section, worker_count
+from stages.progress import progress_bar
 
 
 def parser(defaults: dict[str, Any]) -> argparse.ArgumentParser:
@@ -59,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         raise failures.BadInput(f"{args.validated}: no {validate_run.GAMES}, {validate_run.INPUTS} and "
                                 f"{validate_run.REPORT} (run the validate stage first)")
     total = json.loads((args.validated / validate_run.REPORT).read_text(encoding="utf-8"))["accepted"]
-    bar = tqdm(total=total, unit="game", desc="convert", disable=args.no_progress, mininterval=1.0, file=sys.stderr)
+    bar = progress_bar(not args.no_progress, total=total, unit="game", desc="convert")
     start = time.perf_counter()
     try:
         manifest = run_convert(args.validated, args.out, config, workers=worker_count(args.workers),

@@ -15,18 +15,16 @@ after writing everything it could read.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 from typing import Any
-
-from tqdm import tqdm
 
 from chesscore import failures
 from chesscore.pgn_input import find_inputs
 from chesscore.validate import ValidateConfig
 from chesscore.validate_run import run_validate
 from stages.params import PARAMS, config_from, params_section, worker_count
+from stages.progress import progress_bar
 
 
 def parser(defaults: dict[str, Any]) -> argparse.ArgumentParser:
@@ -76,8 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as error:
         raise failures.BadInput(str(error)) from None
     total = sum(path.stat().st_size for path in files)
-    bar = tqdm(total=total, unit="B", unit_scale=True, desc="validate", disable=args.no_progress,
-               mininterval=1.0, file=sys.stderr)
+    bar = progress_bar(not args.no_progress, total=total, unit="B", unit_scale=True, desc="validate")
     last = {"games": 0}
 
     def progress(nbytes: int, games: int) -> None:
