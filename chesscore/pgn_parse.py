@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import chess
 import chess.pgn
 import numpy as np
+import pyarrow as pa
 import rust_pgn_reader_python_binding as rust_pgn
 
 from chesscore.pgn_tags import TAG_LINE, TagTable
@@ -84,7 +85,11 @@ def parse_batch(texts: list[str], to_reference: list[bool] | None = None,
     forced = np.zeros(len(texts), bool) if to_reference is None else np.asarray(to_reference, bool)
     at = movetext_at or [0] * len(texts)
     tags = [text[:a - 2] if a else None for text, a in zip(texts, at)]  # plain tag paragraphs
-    parsed = rust_pgn.parse_games_from_strings([t[a:] if a else t for t, a in zip(texts, at)], num_threads=1)
+    # An Arrow array in costs less than the binding's conversion of a list of str (pa.array
+    # gives a chunked one by itself past 2 GiB of text).
+    moves = pa.array([t[a:] if a else t for t, a in zip(texts, at)], pa.string())
+    moves = moves if isinstance(moves, pa.ChunkedArray) else pa.chunked_array([moves])
+    parsed = rust_pgn.parse_games(moves, num_threads=1, chunk_multiplier=1)
     if len(parsed) != len(texts):  # it skips texts with no game in them: go one by one
         return _concat([reference(text) if force else _one(text) for text, force in zip(texts, forced)])
     parts, done = [], 0
