@@ -127,9 +127,14 @@ class _Columns:
     def __init__(self, chunk, heads: list[str | None] | None = None) -> None:
         self.valid = chunk.valid
         self.offsets = chunk.move_offsets.astype(np.int64)
-        self.heads, self.outcome = chunk.headers, chunk.outcome
-        if heads is not None:  # plain tag paragraphs, cut off before Rust saw the movetext alone
-            self.heads = [mine if mine is not None else theirs for mine, theirs in zip(heads, self.heads)]
+        self.outcome = chunk.outcome
+        # Plain tag paragraphs were cut off before Rust saw the movetext alone: its headers (a
+        # dict per game, costly to build) are read only for the other games.
+        if heads is None or None in heads:
+            self.heads = chunk.headers if heads is None else [mine if mine is not None else theirs
+                                                              for mine, theirs in zip(heads, chunk.headers)]
+        else:
+            self.heads = heads
         self.from_squares, self.to_squares = chunk.from_squares, chunk.to_squares
         self.promotions, self.clocks = chunk.promotions, chunk.clocks
         self.checkmate, self.stalemate = chunk.is_checkmate, chunk.is_stalemate
