@@ -50,7 +50,7 @@ class AccountingError(RuntimeError):
 
 
 def run_validate(raw: list[Path], out: Path, config: ValidateConfig, workers: int = 1,
-                 batch_games: int = 2000, max_game_bytes: int = MAX_GAME_BYTES,
+                 batch_games: int = 4000, max_game_bytes: int = MAX_GAME_BYTES,
                  progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Validate every input; return the report (out/report.json).
     progress(raw_bytes_read, games_seen) is called as the inputs are read."""

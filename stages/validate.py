@@ -37,7 +37,7 @@ def parser(defaults: dict[str, Any]) -> argparse.ArgumentParser:
                    help="PGN files (.pgn, .pgn.zst, .gz, .bz2) or folders of them")
     p.add_argument("--out", type=Path, default=Path(d("out", "data/validated")), help="output folder")
     p.add_argument("--workers", type=int, default=d("workers", 1), help="parsing processes (0: one per core)")
-    p.add_argument("--batch-games", type=int, default=d("batch_games", 2000), help="games per work unit")
+    p.add_argument("--batch-games", type=int, default=d("batch_games", 4000), help="games per work unit")
     p.add_argument("--strict", action=argparse.BooleanOptionalAction, default=d("strict", False),
                    help="fail (after writing) when a file could not be read to its end")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
