@@ -68,16 +68,20 @@ def time_control_class(value: str | None) -> str:
 def lichess_id(headers: dict[str, str]) -> str | None:
     """The 8-character Lichess game id from Site (or GameId / LichessURL), else None."""
     site = headers.get("Site")
-    if site and site.startswith("https://lichess.org/") and len(site) == 28 and site[20:].isalnum():
+    if site and site.startswith("https://lichess.org/") and len(site) == 28 and _ascii_alnum(site[20:]):
         return site[20:]  # the usual form, without a regex
     game_id = headers.get("GameId")
-    if game_id and len(game_id) == 8 and game_id.isalnum():
+    if game_id and len(game_id) == 8 and _ascii_alnum(game_id):
         return game_id
     for tag in ("Site", "LichessURL"):
         match = _LICHESS_ID.match(headers.get(tag, ""))
         if match:
             return match.group(1)
     return None
+
+
+def _ascii_alnum(text: str) -> bool:
+    return text.isascii() and text.isalnum()  # Lichess ids are [A-Za-z0-9]: str.isalnum takes any script
 
 
 def rating(value: str | None) -> int | None:
@@ -154,8 +158,8 @@ def lichess_ids(tags: TagTable) -> pa.Array:
     """lichess_id of every game (null where none): the usual Site form column-wise, the rest one
     by one."""
     site = tags.column("Site")
-    usual = pc.and_(pc.and_(pc.starts_with(site, "https://lichess.org/"), pc.equal(pc.utf8_length(site), 28)),
-                    pc.utf8_is_alnum(pc.utf8_slice_codeunits(site, 20, 28)))
+    usual = pc.and_(pc.and_(pc.starts_with(site, "https://lichess.org/"), pc.equal(pc.binary_length(site), 28)),
+                    pc.utf8_is_alnum(pc.utf8_slice_codeunits(site, 20, 28)))  # 28 bytes: ASCII alone
     ids = pc.if_else(usual, pc.utf8_slice_codeunits(site, 20, 28), pa.scalar(None, pa.string()))
     missing = np.flatnonzero(~pc.fill_null(usual, False).to_numpy(zero_copy_only=False))
     if len(missing):

@@ -170,6 +170,8 @@ def test_lichess_ids_and_dates():
     assert pgn_meta.lichess_id({"Site": "https://lichess.org/IW4ZfyAWxyz1"}) == "IW4ZfyAW"
     assert pgn_meta.lichess_id({"Site": "Moscow", "GameId": "abcdEFGH"}) == "abcdEFGH"
     assert pgn_meta.lichess_id({"Site": "https://example.org/IW4ZfyAW"}) is None
+    assert pgn_meta.lichess_id({"Site": "https://lichess.org/IW4ZfyAé"}) is None  # ids are ASCII
+    assert pgn_meta.lichess_id({"Site": "?", "GameId": "IW4ZfyAé"}) is None
     assert pgn_meta.utc_seconds("1970.01.02", "00:00:01") == 86401
     assert pgn_meta.utc_seconds("2021.02.30", "00:00:00") is None and pgn_meta.utc_seconds("????.??.??", "x") is None
 
@@ -178,6 +180,8 @@ def test_batch_columns_match_the_per_game_functions():
     headers = []
     for path in sorted(corpus_dir().glob("*.pgn")):
         headers += parse_batch([g.data.decode() for g in split_games(read_blocks(path))]).headers
+    headers += [{"Site": "https://lichess.org/IW4ZfyAé"}, {"Site": "https://lichess.org/IW4ZfyéW"},
+                {"Site": "Moscow", "GameId": "abcdéfgh"}, {"Site": "https://lichess.org/IW4ZfyAW"}]  # ids are ASCII
     headers += [{"WhiteElo": "12345678", "BlackElo": "-5"}, {"WhiteElo": "40000", "BlackElo": "0"},
                 {"UTCDate": "2021.02.30", "UTCTime": "10:00:00"}, {"UTCDate": "2021.02.03", "UTCTime": "24:00:00"},
                 {"UTCDate": "2021.2.3", "UTCTime": "10:00:00"}, {"UTCDate": "2021.02.03", "UTCTime": "23:59:60"},
