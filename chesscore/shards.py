@@ -71,14 +71,14 @@ def tokens_array(values: np.ndarray, offsets: np.ndarray) -> pa.ListArray:
     return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(values, pa.uint8()))
 
 
-def move_hashes(tokens: pa.ListArray) -> np.ndarray:
+def move_hashes(games: pa.ListArray) -> np.ndarray:
     """A 64-bit hash (xxh3) of each game's token sequence: the key validate dedups moves on and
     convert's leakage check counts; it names a game that has no Lichess id."""
-    values = memoryview(tokens.values.to_numpy(zero_copy_only=True))
-    offsets = tokens.offsets.to_numpy()  # into values, a slice's offset included
+    values = memoryview(games.values.to_numpy(zero_copy_only=True))
+    offsets = games.offsets.to_numpy()  # into values, a slice's offset included
     digest = xxhash.xxh3_64_intdigest
     return np.fromiter((digest(values[s:e]) for s, e in zip(offsets[:-1].tolist(), offsets[1:].tolist())),
-                       np.uint64, len(tokens))
+                       np.uint64, len(games))
 
 
 def filter_rows(batch: pa.RecordBatch, keep: np.ndarray) -> pa.RecordBatch:
