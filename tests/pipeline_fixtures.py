@@ -170,16 +170,26 @@ def prefect_server(tmp_path_factory: pytest.TempPathFactory):
 class Api:
     """The few Prefect REST calls the tests make (the documented /api endpoints)."""
 
+    RETRY = (429, 502, 503)  # what the server means as "try again" (503: SQLite busy), as Prefect's client retries
+
     def __init__(self, env: dict[str, str]):
         self.url = env["PREFECT_API_URL"]
 
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        for attempt in range(6):
+            response = httpx.request(method, f"{self.url}{path}", timeout=30, **kwargs)
+            if response.status_code not in self.RETRY:
+                break
+            time.sleep(0.2 * 2 ** attempt)
+        return response
+
     def post(self, path: str, body: dict[str, Any] | None = None) -> Any:
-        response = httpx.post(f"{self.url}{path}", json=body or {}, timeout=30)
+        response = self._send("POST", path, json=body or {})
         response.raise_for_status()
         return response.json()
 
     def get(self, path: str) -> httpx.Response:
-        return httpx.get(f"{self.url}{path}", timeout=30)
+        return self._send("GET", path)
 
     def flow_run(self, run_id: str) -> dict[str, Any]:
         response = self.get(f"/flow_runs/{run_id}")
