@@ -1,20 +1,25 @@
 # The two commands of the README, and their parts.
 #   make demo   set up, then run the pipeline on the embedded sample (dvc repro) and summarise
 #   make test   set up, then run the whole test suite
+#   make lint   ruff's linter and formatter check over the whole tree (CI runs it too)
 export PATH := $(CURDIR)/.venv/bin:/usr/games:$(PATH)
 export PYTHONUNBUFFERED := 1
 
-.PHONY: setup demo test bench
+.PHONY: setup demo test lint bench
 
 setup:
 	@bash .ci/setup
 
 demo: setup
 	dvc repro
-	@python -m stages.summary
+	@python -m chesscore.pipeline.summary
 
 test: setup
 	bash .ci/test $(PYTEST_ARGS)
+
+lint: setup
+	ruff check .
+	ruff format --check .
 
 bench: setup
 	@for b in bench/*.py; do echo "== $$b"; python $$b || exit 1; done

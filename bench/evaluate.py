@@ -7,7 +7,7 @@ key/value cache, against the obvious way without a cache, on the same positions.
   baseline  one full forward per prefix: for every position, the gold prefix plus each legal
             source (and each promoting source+destination), so every legal move's probability
             is exact; then the model's own greedy source/destination/promotion the same way
-  ours      chesscore.evaluate_moves.analyse_games: every game of a batch at the same ply, a
+  ours      chesscore.eval.moves.analyse_games: every game of a batch at the same ply, a
             branch = rewind the cache row, feed 1-2 tokens; sources expanded best-first only
             until the top-k is certain
 
@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from chesscore.checkpoint import load_model  # noqa: E402
-from chesscore.evaluate_moves import analyse_games  # noqa: E402
+from chesscore.eval.moves import analyse_games  # noqa: E402
 from chesscore.model import CONFIGS, GPT  # noqa: E402
 from chesscore.tokens import BOS, PROMOTION_TOKEN, encode_game  # noqa: E402
 
@@ -51,6 +51,7 @@ def real_games(n: int, max_plies: int) -> list[list[chess.Move]]:
 @torch.no_grad()
 def baseline(model: GPT, games: list[list[chess.Move]], top_k: int) -> list[tuple]:
     """(rank, source legal, destination legal, promotion legal) per position, full forwards only."""
+
     def last(prefix: list[int]) -> torch.Tensor:
         return model(torch.tensor([prefix]))[0, -1]
 
@@ -113,7 +114,7 @@ def main() -> int:
         print(f"bench/evaluate: the shared corpus is not at {CORPUS}", file=sys.stderr)
         return 1
     games = real_games(max(args.games, args.batch_games), args.plies)
-    compared = games[:args.games]
+    compared = games[: args.games]
     tokens = [np.array(encode_game(g), dtype=np.uint8) for g in compared]
     positions = sum(len(g) for g in compared)
 
@@ -124,19 +125,25 @@ def main() -> int:
     got = analyse_games(model, tokens, top_k=3)
     ours_s = time.process_time() - start
     same = [(r.rank, r.source_legal, r.destination_legal, r.promotion_legal) for r in got] == expected
-    many = [np.array(encode_game(g), dtype=np.uint8) for g in games[:args.batch_games]]
+    many = [np.array(encode_game(g), dtype=np.uint8) for g in games[: args.batch_games]]
     start = time.process_time()
     analyse_games(model, many, top_k=3)
     many_s = time.process_time() - start
-    many_positions = sum(len(g) for g in games[:args.batch_games])
+    many_positions = sum(len(g) for g in games[: args.batch_games])
 
-    print(f"bench/evaluate: {name}, {args.threads} thread(s); {len(compared)} real games x <= {args.plies} plies "
-          f"= {positions} positions")
+    print(
+        f"bench/evaluate: {name}, {args.threads} thread(s); {len(compared)} real games x <= {args.plies} plies "
+        f"= {positions} positions"
+    )
     print(f"  baseline (full forward per prefix)  {positions / baseline_s:8.1f} positions/CPU-s")
-    print(f"  ours (branching cache), same games  {positions / ours_s:8.1f} positions/CPU-s   "
-          f"ratio {baseline_s / ours_s:5.1f}x   results identical: {same}")
-    print(f"  ours, {len(many)} games in one batch     {many_positions / many_s:8.1f} positions/CPU-s   "
-          f"ratio {baseline_s / positions * many_positions / many_s:5.1f}x")
+    print(
+        f"  ours (branching cache), same games  {positions / ours_s:8.1f} positions/CPU-s   "
+        f"ratio {baseline_s / ours_s:5.1f}x   results identical: {same}"
+    )
+    print(
+        f"  ours, {len(many)} games in one batch     {many_positions / many_s:8.1f} positions/CPU-s   "
+        f"ratio {baseline_s / positions * many_positions / many_s:5.1f}x"
+    )
     return 0 if same else 1
 
 

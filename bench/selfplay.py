@@ -36,9 +36,9 @@ sys.path.insert(0, str(ROOT))
 
 from chesscore.checkpoint import load_model  # noqa: E402
 from chesscore.model import CONFIGS, GPT  # noqa: E402
-from chesscore.play import Sampler, play_mask  # noqa: E402
-from chesscore.selfplay import SelfPlayConfig, play_games, termination  # noqa: E402
-from chesscore.selfplay_parallel import SelfPlayPool  # noqa: E402
+from chesscore.play.moves import Sampler, play_mask  # noqa: E402
+from chesscore.selfplay.games import SelfPlayConfig, play_games, termination  # noqa: E402
+from chesscore.selfplay.parallel import SelfPlayPool  # noqa: E402
 from chesscore.tokens import BOS, State  # noqa: E402
 
 OUT = ROOT / "bench" / "out" / "selfplay.json"
@@ -65,8 +65,10 @@ def timed(fn) -> tuple[float, object]:
 
 
 def threads() -> str:
-    return (f"torch threads {torch.get_num_threads()}, interop {torch.get_num_interop_threads()}, "
-            f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
+    return (
+        f"torch threads {torch.get_num_threads()}, interop {torch.get_num_interop_threads()}, "
+        f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}"
+    )
 
 
 def main() -> None:
@@ -85,20 +87,30 @@ def main() -> None:
     else:
         torch.manual_seed(0)
         model, name = GPT(CONFIGS["demo"]).eval(), "demo config, random weights"
-    print(f"model: {name}, {model.num_parameters():,} parameters; ply cap {args.max_plies}; "
-          f"{os.cpu_count()} CPU cores; load average before {os.getloadavg()[0]:.2f}")
+    print(
+        f"model: {name}, {model.num_parameters():,} parameters; ply cap {args.max_plies}; "
+        f"{os.cpu_count()} CPU cores; load average before {os.getloadavg()[0]:.2f}"
+    )
     rows = {}
     torch.set_num_threads(1)
     print(f"rows A, A', B in this process: {threads()}")
-    seconds, plies = timed(lambda: sum(one_game_without_cache(model, args.max_plies, s)
-                                       for s in range(args.baseline_games)))
+    seconds, plies = timed(
+        lambda: sum(one_game_without_cache(model, args.max_plies, s) for s in range(args.baseline_games))
+    )
     rows["A"] = {"what": "1 game at a time, no cache", "moves_per_second": plies / seconds, "plies": plies}
-    seconds, plies = timed(lambda: sum(play_games(model, None, SelfPlayConfig(1, max_plies=args.max_plies, seed=s))[1]
-                                       ["plies"]["total"] for s in range(args.baseline_games)))
+    seconds, plies = timed(
+        lambda: sum(
+            play_games(model, None, SelfPlayConfig(1, max_plies=args.max_plies, seed=s))[1]["plies"]["total"]
+            for s in range(args.baseline_games)
+        )
+    )
     rows["A'"] = {"what": "1 game at a time, cache", "moves_per_second": plies / seconds, "plies": plies}
     seconds, (_, stats) = timed(lambda: play_games(model, None, SelfPlayConfig(args.games, max_plies=args.max_plies)))
-    rows["B"] = {"what": f"{args.games} games batched, cache", "moves_per_second": stats["plies"]["total"] / seconds,
-                 "plies": stats["plies"]["total"]}
+    rows["B"] = {
+        "what": f"{args.games} games batched, cache",
+        "moves_per_second": stats["plies"]["total"] / seconds,
+        "plies": stats["plies"]["total"],
+    }
 
     cfg = SelfPlayConfig(args.pool_games, max_plies=args.max_plies, seed=1)
     games = {}
@@ -108,30 +120,39 @@ def main() -> None:
         pool.play(model, None, SelfPlayConfig(2, max_plies=4), shard_games=1)  # torch warmed up in each worker
     for _ in range(args.repeats):  # C and D alternate, so a burst of load elsewhere hits both
         for row, pool in pools.items():
-            seconds, (records, stats) = timed(lambda: pool.play(model, None, cfg, args.shard_games))
+            seconds, (records, stats) = timed(lambda pool=pool: pool.play(model, None, cfg, args.shard_games))
             games[row] = records
             speed = stats["plies"]["total"] / seconds
             if speed > rows.get(row, {}).get("moves_per_second", 0):
-                rows[row] = {"what": f"{pool.workers} worker(s) x 1 thread, {args.pool_games} games in shards of "
-                                     f"{args.shard_games}, best of {args.repeats}",
-                             "moves_per_second": speed, "plies": stats["plies"]["total"],
-                             "threads": f"{pool.workers} spawned process(es), torch.set_num_threads(1), interop 1"}
+                rows[row] = {
+                    "what": f"{pool.workers} worker(s) x 1 thread, {args.pool_games} games in shards of "
+                    f"{args.shard_games}, best of {args.repeats}",
+                    "moves_per_second": speed,
+                    "plies": stats["plies"]["total"],
+                    "threads": f"{pool.workers} spawned process(es), torch.set_num_threads(1), interop 1",
+                }
     for pool in pools.values():
         pool.close()
     torch.set_num_threads(2)
     with SelfPlayPool(workers=0) as pool:
         seconds, (records, stats) = timed(lambda: pool.play(model, None, cfg, args.shard_games))
-    rows["E"] = {"what": "in this process, 2 torch threads", "moves_per_second": stats["plies"]["total"] / seconds,
-                 "plies": stats["plies"]["total"], "threads": threads()}
+    rows["E"] = {
+        "what": "in this process, 2 torch threads",
+        "moves_per_second": stats["plies"]["total"] / seconds,
+        "plies": stats["plies"]["total"],
+        "threads": threads(),
+    }
     same = games["C"] == games["D"] == records
 
     for key, row in rows.items():
         extra = f"   [{row['threads']}]" if "threads" in row else ""
         print(f"  {key:<2} {row['what']:<58} {row['moves_per_second']:>9,.0f} moves/s ({row['plies']} plies){extra}")
-    ratios = {"B/A batched+cache vs 1 game no cache": rows["B"]["moves_per_second"] / rows["A"]["moves_per_second"],
-              "A'/A cache alone": rows["A'"]["moves_per_second"] / rows["A"]["moves_per_second"],
-              "D/C 2 workers vs 1": rows["D"]["moves_per_second"] / rows["C"]["moves_per_second"],
-              "D/E 2 processes vs 2 threads": rows["D"]["moves_per_second"] / rows["E"]["moves_per_second"]}
+    ratios = {
+        "B/A batched+cache vs 1 game no cache": rows["B"]["moves_per_second"] / rows["A"]["moves_per_second"],
+        "A'/A cache alone": rows["A'"]["moves_per_second"] / rows["A"]["moves_per_second"],
+        "D/C 2 workers vs 1": rows["D"]["moves_per_second"] / rows["C"]["moves_per_second"],
+        "D/E 2 processes vs 2 threads": rows["D"]["moves_per_second"] / rows["E"]["moves_per_second"],
+    }
     targets = {"B/A batched+cache vs 1 game no cache": 10.0, "D/C 2 workers vs 1": 1.7}
     for key, value in ratios.items():
         target = ""
@@ -141,8 +162,12 @@ def main() -> None:
     print(f"  same games from 1 worker, 2 workers and in-process: {'yes' if same else 'NO'}")
     print(f"  load average after {os.getloadavg()[0]:.2f} (other work on the machine skews D/C and E)")
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"model": name, "max_plies": args.max_plies, "rows": rows, "ratios": ratios,
-                               "same_games": same}, indent=2) + "\n")
+    OUT.write_text(
+        json.dumps(
+            {"model": name, "max_plies": args.max_plies, "rows": rows, "ratios": ratios, "same_games": same}, indent=2
+        )
+        + "\n"
+    )
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ where that is absent, the shared corpus's real Lichess games. Measured in this r
             (bucket_pool_batches=64) against the baseline of shuffled batches (no pool;
             for speed a pool of 1 batch, whose sort changes no batch),
             for 1 rank x 16 games and 2 ranks x 8 games. Target: buckets <= 5%.
-  speed     useful (non-padding) target tokens/s of real training steps (chesscore.trainer,
+  speed     useful (non-padding) target tokens/s of real training steps (chesscore.train.trainer,
             forward + backward + AdamW) of the model config, with buckets against shuffled
             batches, the same steps of the same plan positions.
 """
@@ -30,11 +30,11 @@ from tqdm import tqdm
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from chesscore.batching import TokenList, epoch_plan, padding_fraction  # noqa: E402
-from chesscore.distributed import setup  # noqa: E402
-from chesscore.train_config import TrainConfig  # noqa: E402
-from chesscore.train_data import TrainData, open_dataset  # noqa: E402
-from chesscore.trainer import Trainer  # noqa: E402
+from chesscore.train.batching import TokenList, epoch_plan, padding_fraction  # noqa: E402
+from chesscore.train.config import TrainConfig  # noqa: E402
+from chesscore.train.data import TrainData, open_dataset  # noqa: E402
+from chesscore.train.distributed import setup  # noqa: E402
+from chesscore.train.trainer import Trainer  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "pgn-corpus" / "kdave__pgn-toys__lichess.pgn"
 
@@ -46,20 +46,32 @@ def load(dataset: Path) -> tuple[TrainData, str]:
     import chess.pgn
 
     from chesscore.tokens import encode_game
+
     games = []
     with open(CORPUS, encoding="utf-8") as f:
         while (game := chess.pgn.read_game(f)) is not None:
             if moves := list(game.mainline_moves()):
                 games.append(encode_game(moves))
     games = [g for g in games if len(g) <= 1024]
-    return (TrainData(TokenList(games), TokenList(games[:16]), "corpus"),
-            f"{CORPUS.name} ({len(games)} games; {dataset} not found: run `dvc repro convert`)")
+    return (
+        TrainData(TokenList(games), TokenList(games[:16]), "corpus"),
+        f"{CORPUS.name} ({len(games)} games; {dataset} not found: run `dvc repro convert`)",
+    )
 
 
 def padding(lengths: np.ndarray, micro: int, world: int, pool: int, epochs: int = 3) -> float:
-    return float(np.mean([padding_fraction(epoch_plan(lengths, seed=2026, epoch=e, micro=micro, world_size=world,
-                                                      accum=1, pool_batches=pool), lengths, world)
-                          for e in range(epochs)]))
+    return float(
+        np.mean(
+            [
+                padding_fraction(
+                    epoch_plan(lengths, seed=2026, epoch=e, micro=micro, world_size=world, accum=1, pool_batches=pool),
+                    lengths,
+                    world,
+                )
+                for e in range(epochs)
+            ]
+        )
+    )
 
 
 def tokens_per_second(data: TrainData, config: TrainConfig, steps: int) -> tuple[float, float, float]:
@@ -85,8 +97,9 @@ def main() -> int:
     parser.add_argument("--config", default="demo", help="model config for the speed part")
     parser.add_argument("--micro", type=int, default=16)
     parser.add_argument("--steps", type=int, default=40, help="timed steps per variant")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="torch threads (1 makes CPU seconds exact on a shared machine)")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch threads (1 makes CPU seconds exact on a shared machine)"
+    )
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -98,15 +111,21 @@ def main() -> int:
     for micro, world in ((16, 1), (8, 2)):
         bucketed, shuffled = padding(lengths, micro, world, 64), padding(lengths, micro, world, 0)
         verdict = "ok" if bucketed <= 0.05 else "ABOVE TARGET"
-        print(f"  {world} rank(s) x {micro:2d} games: buckets {bucketed:6.2%}  shuffled (baseline) {shuffled:6.2%}  "
-              f"-> {shuffled / max(bucketed, 1e-9):5.1f}x less padding; target <= 5%: {verdict}")
+        print(
+            f"  {world} rank(s) x {micro:2d} games: buckets {bucketed:6.2%}  shuffled (baseline) {shuffled:6.2%}  "
+            f"-> {shuffled / max(bucketed, 1e-9):5.1f}x less padding; target <= 5%: {verdict}"
+        )
     print(f"\nuseful tokens/s, model {args.config}, {args.micro} games per step, {args.steps} steps each")
     base = TrainConfig(model=args.config, micro=args.micro, epochs=1, seed=2026)
     useful_b, padded_b, cpu_b = tokens_per_second(data, base, args.steps)
     shuffled = TrainConfig(model=args.config, micro=args.micro, epochs=1, seed=2026, bucket_pool_batches=1)
     useful_s, padded_s, cpu_s = tokens_per_second(data, shuffled, args.steps)
-    print(f"  length buckets        {useful_b:9.0f} useful/s  ({padded_b:9.0f} padded/s)  {cpu_b:9.0f} useful per CPU s")
-    print(f"  shuffled (baseline)   {useful_s:9.0f} useful/s  ({padded_s:9.0f} padded/s)  {cpu_s:9.0f} useful per CPU s")
+    print(
+        f"  length buckets        {useful_b:9.0f} useful/s  ({padded_b:9.0f} padded/s)  {cpu_b:9.0f} useful per CPU s"
+    )
+    print(
+        f"  shuffled (baseline)   {useful_s:9.0f} useful/s  ({padded_s:9.0f} padded/s)  {cpu_s:9.0f} useful per CPU s"
+    )
     print(f"  -> {useful_b / useful_s:.2f}x useful tokens/s, {cpu_b / cpu_s:.2f}x per CPU second, with buckets")
     return 0
 

@@ -19,13 +19,14 @@ from typing import Any
 
 import torch
 
+from chesscore.failures import Refused
 from chesscore.fileio import atomic_write
 from chesscore.model import GPT, GPTConfig
 
 FORMAT = "chesscore-checkpoint/1"
 
 
-class CheckpointError(ValueError):
+class CheckpointError(Refused, ValueError):
     """A checkpoint that is missing, unreadable, or not of our format."""
 
 
@@ -49,8 +50,13 @@ def load(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> d
 
 def model_payload(model: GPT, identity: dict[str, Any], **extra: Any) -> dict[str, Any]:
     """The minimal checkpoint of a model (unwrap DDP/compile before calling)."""
-    return {"format": FORMAT, "config": model.config.to_dict(), "model": model.state_dict(),
-            "identity": identity, **extra}
+    return {
+        "format": FORMAT,
+        "config": model.config.to_dict(),
+        "model": model.state_dict(),
+        "identity": identity,
+        **extra,
+    }
 
 
 def load_model(path: str | os.PathLike, device: str | torch.device = "cpu") -> tuple[GPT, dict[str, Any]]:

@@ -11,11 +11,11 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
-
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -87,3 +87,28 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
         while block := f.read(chunk):
             digest.update(block)
     return digest.hexdigest()
+
+
+def replace_dir(new: Path, out: Path) -> None:
+    """Put `new` in place of `out` (renames: a reader sees the old folder or the new one)."""
+    old = out.with_name(f".{out.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    if out.exists():
+        out.rename(old)
+    new.rename(out)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def code_sha256(paths: Iterable[str | os.PathLike]) -> dict[str, str]:
+    """sha256 of each file of code, keyed by its path relative to the checkout; a folder (a
+    package) stands for every .py file under it."""
+    root = Path(__file__).resolve().parents[1]
+    files = []
+    for path in map(Path, paths):
+        files += sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    out = {}
+    for path in files:
+        path = path.resolve()
+        name = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.name
+        out[name] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out

@@ -56,8 +56,14 @@ CONFIGS: dict[str, GPTConfig] = {
 class KVCache:
     """Keys and values of every layer for a batch of rows, with a length per row."""
 
-    def __init__(self, config: GPTConfig, batch_size: int, device: torch.device | str = "cpu",
-                 dtype: torch.dtype = torch.float32, max_len: int | None = None) -> None:
+    def __init__(
+        self,
+        config: GPTConfig,
+        batch_size: int,
+        device: torch.device | str = "cpu",
+        dtype: torch.dtype = torch.float32,
+        max_len: int | None = None,
+    ) -> None:
         self.max_len = max_len or config.block_size
         head_dim = config.n_embd // config.n_head
         shape = (config.n_layer, batch_size, config.n_head, self.max_len, head_dim)
@@ -69,7 +75,7 @@ class KVCache:
     def batch_size(self) -> int:
         return self.keys.shape[1]
 
-    def select(self, rows: torch.Tensor) -> "KVCache":
+    def select(self, rows: torch.Tensor) -> KVCache:
         """A cache holding only these rows (e.g. the games still running)."""
         other = KVCache.__new__(KVCache)
         other.max_len = self.max_len
@@ -87,8 +93,9 @@ class CausalSelfAttention(nn.Module):
         self.dropout = config.dropout
         self.resid_dropout = nn.Dropout(config.dropout)
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None = None, layer: int = 0,
-                positions: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, cache: KVCache | None = None, layer: int = 0, positions: torch.Tensor | None = None
+    ) -> torch.Tensor:
         B, T, C = x.shape
         q, k, v = self.c_attn(x).split(C, dim=2)
         q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
@@ -128,8 +135,9 @@ class Block(nn.Module):
         self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
         self.mlp = MLP(config)
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None, layer: int,
-                positions: torch.Tensor | None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, cache: KVCache | None, layer: int, positions: torch.Tensor | None
+    ) -> torch.Tensor:
         x = x + self.attn(self.ln_1(x), cache, layer, positions)
         return x + self.mlp(self.ln_2(x))
 
@@ -138,13 +146,15 @@ class GPT(nn.Module):
     def __init__(self, config: GPTConfig) -> None:
         super().__init__()
         self.config = config
-        self.transformer = nn.ModuleDict(dict(
-            wte=nn.Embedding(config.vocab_size, config.n_embd),
-            wpe=nn.Embedding(config.block_size, config.n_embd),
-            drop=nn.Dropout(config.dropout),
-            h=nn.ModuleList(Block(config) for _ in range(config.n_layer)),
-            ln_f=nn.LayerNorm(config.n_embd, bias=config.bias),
-        ))
+        self.transformer = nn.ModuleDict(
+            dict(
+                wte=nn.Embedding(config.vocab_size, config.n_embd),
+                wpe=nn.Embedding(config.block_size, config.n_embd),
+                drop=nn.Dropout(config.dropout),
+                h=nn.ModuleList(Block(config) for _ in range(config.n_layer)),
+                ln_f=nn.LayerNorm(config.n_embd, bias=config.bias),
+            )
+        )
         self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
         self.transformer.wte.weight = self.lm_head.weight  # tied
         self.apply(self._init_weights)

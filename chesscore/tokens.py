@@ -20,9 +20,10 @@ Changing anything here changes the contract: bump VERSION.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 import chess
 import numpy as np
@@ -46,15 +47,41 @@ PHASE_DESTINATION = 1
 PHASE_PROMOTION = 2
 PHASE_DONE = 3  # after EOS nothing may follow
 
-PROMOTION_TOKEN = {None: NO_PROMOTION, chess.KNIGHT: KNIGHT, chess.BISHOP: BISHOP,
-                   chess.ROOK: ROOK, chess.QUEEN: QUEEN}
+PROMOTION_TOKEN = {None: NO_PROMOTION, chess.KNIGHT: KNIGHT, chess.BISHOP: BISHOP, chess.ROOK: ROOK, chess.QUEEN: QUEEN}
 TOKEN_PROMOTION = {token: piece for piece, token in PROMOTION_TOKEN.items()}
 UNDER_AND_PROMOTIONS = (KNIGHT, BISHOP, ROOK, QUEEN)
 
 
+# Games that exercise every rule of the encoding: both castlings, en passant, and the four
+# promotions (onto an empty square and by capture). Their tokens are part of the contract's hash.
+CONTRACT_GAMES = (
+    "e2e4 g8f6 e4e5 d7d5 e5d6 e7d6 g1f3 f8e7 f1c4 e8g8 b1c3 b8c6 d2d3 c8e6 c1e3 d8d7 d1d2 e6c4 e1c1",
+    "b2b4 b8c6 b4b5 a7a6 b5a6 c6e5 a6b7 e5c4 b7b8q",
+    "b2b4 b8c6 b4b5 a7a6 b5a6 c6e5 a6b7 e5c4 b7b8r",
+    "b2b4 b8c6 b4b5 a7a6 b5a6 c6e5 a6b7 e5c4 b7a8n",
+    "b2b4 b8c6 b4b5 a7a6 b5a6 c6e5 a6b7 e5c4 b7c8b",
+)
+
+
+@functools.cache
 def tokenizer_sha256() -> str:
-    """sha256 of this file: a checkpoint records it so a changed tokenizer is noticed."""
-    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+    """sha256 of the contract itself: the token table and the tokens of CONTRACT_GAMES. A
+    checkpoint and a dataset record it, so a changed encoding is noticed; a change to this file
+    that leaves the encoding as it is (a comment, formatting) leaves the hash as it is."""
+    games = [encode_game(game.split()) for game in CONTRACT_GAMES]
+    for game in games:
+        decode_game(game)  # raises if a move is illegal
+    table = {
+        "version": VERSION,
+        "vocab_size": VOCAB_SIZE,
+        "squares": [chess.square_name(square) for square in chess.SQUARES],
+        "promotion": {
+            str(token): chess.piece_name(piece) if piece else None for token, piece in TOKEN_PROMOTION.items()
+        },
+        "special": {"BOS": BOS, "EOS": EOS, "PAD": PAD, "reserved": [RESERVED_START, VOCAB_SIZE - 1]},
+        "games": games,
+    }
+    return hashlib.sha256(json.dumps(table, sort_keys=True).encode()).hexdigest()
 
 
 def _is_promotion_geometry(source: int, destination: int) -> bool:
@@ -92,8 +119,10 @@ def decode_move(tokens: Sequence[int]) -> chess.Move:
         raise ValueError(f"promotion token {promotion} is not 64..68")
     piece = TOKEN_PROMOTION[promotion]
     if piece is not None and not _is_promotion_geometry(source, destination):
-        raise ValueError(f"promotion token {promotion} on {chess.square_name(source)}"
-                         f"{chess.square_name(destination)}, which is not a promotion")
+        raise ValueError(
+            f"promotion token {promotion} on {chess.square_name(source)}"
+            f"{chess.square_name(destination)}, which is not a promotion"
+        )
     return chess.Move(source, destination, promotion=piece)
 
 
@@ -129,7 +158,7 @@ _GRAMMAR[PHASE_BOS][BOS] = True
 _GRAMMAR[PHASE_SOURCE][:64] = True
 _GRAMMAR[PHASE_SOURCE][EOS] = True
 _GRAMMAR[PHASE_DESTINATION][:64] = True
-_GRAMMAR[PHASE_PROMOTION][NO_PROMOTION:QUEEN + 1] = True
+_GRAMMAR[PHASE_PROMOTION][NO_PROMOTION : QUEEN + 1] = True
 for _mask in _GRAMMAR.values():
     _mask.flags.writeable = False
 
@@ -164,7 +193,7 @@ class State:
         self._sources: np.ndarray | None = None
 
     @classmethod
-    def from_moves(cls, moves: Iterable[chess.Move | str]) -> "State":
+    def from_moves(cls, moves: Iterable[chess.Move | str]) -> State:
         """A State that has read BOS and these moves (ValueError on an illegal one)."""
         state = cls()
         state.feed(BOS)
@@ -208,8 +237,7 @@ class State:
         return _PROMOTION_MASK if self._promotes(self._source, self._destination) else _NO_PROMOTION_MASK
 
     def _promotes(self, source: int, destination: int) -> bool:
-        return (self.board.piece_type_at(source) == chess.PAWN
-                and chess.square_rank(destination) in (0, 7))
+        return self.board.piece_type_at(source) == chess.PAWN and chess.square_rank(destination) in (0, 7)
 
     def feed(self, token: int) -> None:
         token = int(token)
@@ -227,17 +255,21 @@ class State:
                 self.phase = PHASE_DONE
                 return
             if not self.mask()[token]:
-                raise ValueError(f"no legal move from {chess.square_name(token)} "
-                                 f"in {self.board.fen()}")
+                raise ValueError(f"no legal move from {chess.square_name(token)} in {self.board.fen()}")
             self._source, self.phase = token, PHASE_DESTINATION
         elif phase == PHASE_DESTINATION:
             if not any(m.from_square == self._source and m.to_square == token for m in self.legal_moves()):
-                raise ValueError(f"{chess.square_name(self._source)}{chess.square_name(token)} "
-                                 f"is not legal in {self.board.fen()}")
+                raise ValueError(
+                    f"{chess.square_name(self._source)}{chess.square_name(token)} is not legal in {self.board.fen()}"
+                )
             self._destination, self.phase = token, PHASE_PROMOTION
         else:
-            if token != NO_PROMOTION and not self._promotes(self._source, self._destination) or \
-                    token == NO_PROMOTION and self._promotes(self._source, self._destination):
+            if (
+                token != NO_PROMOTION
+                and not self._promotes(self._source, self._destination)
+                or token == NO_PROMOTION
+                and self._promotes(self._source, self._destination)
+            ):
                 move = chess.Move(self._source, self._destination, TOKEN_PROMOTION[token])
                 raise ValueError(f"{move.uci()} is not legal in {self.board.fen()}")
             self.board.push(chess.Move(self._source, self._destination, TOKEN_PROMOTION[token]))
@@ -245,7 +277,7 @@ class State:
             self._moves = self._sources = None
             self.phase = PHASE_SOURCE
 
-    def copy(self) -> "State":
+    def copy(self) -> State:
         """An independent State at the same point (the board's history is copied too)."""
         other = State.__new__(State)
         other.board = self.board.copy()
@@ -257,5 +289,10 @@ class State:
         return f"State(phase={_PHASE_NAMES[self.phase]}, plies={self.plies}, fen={self.board.fen()!r})"
 
 
-_PHASE_NAMES = {PHASE_BOS: "BOS", PHASE_SOURCE: "source or EOS", PHASE_DESTINATION: "destination",
-                PHASE_PROMOTION: "promotion", PHASE_DONE: "end"}
+_PHASE_NAMES = {
+    PHASE_BOS: "BOS",
+    PHASE_SOURCE: "source or EOS",
+    PHASE_DESTINATION: "destination",
+    PHASE_PROMOTION: "promotion",
+    PHASE_DONE: "end",
+}

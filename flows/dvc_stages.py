@@ -72,7 +72,8 @@ def stage_order(root: str | os.PathLike) -> list[str]:
         written = {address(stage): i for i, stage in enumerate(repo.index.stages)}
         run_first = graph.subgraph(stages).reverse(copy=True)
         ordered = nx.lexicographical_topological_sort(
-            run_first, key=lambda stage: (written.get(address(stage), len(written)), address(stage)))
+            run_first, key=lambda stage: (written.get(address(stage), len(written)), address(stage))
+        )
         return [address(stage) for stage in ordered]
 
 
@@ -87,15 +88,24 @@ def stage_env() -> dict[str, str]:
     return env
 
 
-def repro(root: str | os.PathLike, stage: str, on_line: Callable[[str], Any] = print,
-          force: bool = False) -> StageResult:
+def repro(
+    root: str | os.PathLike, stage: str, on_line: Callable[[str], Any] = print, force: bool = False
+) -> StageResult:
     """`dvc repro --single-item <stage>` in `root`, each output line passed to on_line as it comes."""
     command = [sys.executable, "-m", "dvc", "repro", "--single-item", stage] + (["--force"] if force else [])
     tail: deque[str] = deque(maxlen=TAIL_LINES)
     skipped = False
     started = time.monotonic()
-    with subprocess.Popen(command, cwd=root, env=stage_env(), stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, errors="replace", bufsize=1) as process:
+    with subprocess.Popen(
+        command,
+        cwd=root,
+        env=stage_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        bufsize=1,
+    ) as process:
         try:
             for line in process.stdout:  # universal newlines: a progress bar's \r ends a line too
                 line = line.rstrip()
@@ -124,9 +134,12 @@ def classify(dvc_returncode: int, tail: list[str]) -> Failure:
     exited = EXITED.search(text)
     code = int(exited["code"]) if exited else None
     # Without a marker the stage's last line before DVC's ERROR says most (a traceback's last line).
-    own = [line for line in tail[:tail.index(errors[-1])] if not line.startswith(">")] if errors else []
-    message = marker[-1] if marker else (own[-1] if exited and own else
-                                         errors[-1] if errors else tail[-1] if tail else "no output")
+    own = [line for line in tail[: tail.index(errors[-1])] if not line.startswith(">")] if errors else []
+    message = (
+        marker[-1]
+        if marker
+        else (own[-1] if exited and own else errors[-1] if errors else tail[-1] if tail else "no output")
+    )
     if any(phrase in text for phrase in LOCK_MESSAGES):
         return Failure("lock", True, "another DVC run holds the lock: " + (errors[-1] if errors else message), code)
     if code is None:
@@ -157,5 +170,7 @@ def read_lock(root: str | os.PathLike) -> dict[str, Any]:
 def locked_outputs(root: str | os.PathLike, stage: str) -> list[dict[str, Any]]:
     """One row per output of `stage` as dvc.lock records it: path, hash, bytes, files."""
     entry = read_lock(root).get(stage, {})
-    return [{"path": out["path"], "md5": out.get("md5", ""), "bytes": out.get("size"),
-             "files": out.get("nfiles", 1)} for out in entry.get("outs", [])]
+    return [
+        {"path": out["path"], "md5": out.get("md5", ""), "bytes": out.get("size"), "files": out.get("nfiles", 1)}
+        for out in entry.get("outs", [])
+    ]

@@ -27,9 +27,9 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact, cr
 from prefect.cache_policies import NO_CACHE
 from prefect.tasks import exponential_backoff
 
+from chesscore.pipeline import profile as profiles
+from chesscore.pipeline import summary
 from flows import dvc_stages
-from stages import profile as profiles
-from stages import summary
 
 PROJECT = Path(__file__).resolve().parents[1]
 JITTER = 0.5  # each delay is drawn from about [0.5, 1.5] x its nominal value
@@ -62,26 +62,38 @@ def run_stage(root: str, stage: str) -> dict[str, Any]:
     logger = get_run_logger()
     result = dvc_stages.repro(root, stage, on_line=logger.info)
     if result.failure is not None:
-        logger.error("%s: %s (%s)", stage, result.failure.message,
-                     "will retry if attempts remain" if result.failure.retryable else "not retryable")
+        logger.error(
+            "%s: %s (%s)",
+            stage,
+            result.failure.message,
+            "will retry if attempts remain" if result.failure.retryable else "not retryable",
+        )
         raise StageFailed(stage, result.failure)
     rows = dvc_stages.locked_outputs(root, stage)
     state = "up to date, skipped" if result.skipped else f"ran in {result.seconds:.1f} s"
-    create_table_artifact(table=rows or [{"path": "(no outputs)", "md5": "", "bytes": 0, "files": 0}],
-                          key=artifact_key(stage, "outputs"),
-                          description=f"Stage `{stage}` ({state}): outputs and their hashes from dvc.lock")
+    create_table_artifact(
+        table=rows or [{"path": "(no outputs)", "md5": "", "bytes": 0, "files": 0}],
+        key=artifact_key(stage, "outputs"),
+        description=f"Stage `{stage}` ({state}): outputs and their hashes from dvc.lock",
+    )
     logger.info("%s: %s; %d output(s) recorded in dvc.lock", stage, state, len(rows))
     return {"stage": stage, "skipped": result.skipped, "seconds": round(result.seconds, 2), "outputs": rows}
 
 
 @flow(name="chess-pipeline", log_prints=True)
-def pipeline(profile: str | None = None, stages: list[str] | None = None, input_dir: str | None = None,
-             repo: str = str(PROJECT), retries: int = 3, retry_delay_seconds: float = 30.0) -> list[dict[str, Any]]:
+def pipeline(
+    profile: str | None = None,
+    stages: list[str] | None = None,
+    input_dir: str | None = None,
+    repo: str = str(PROJECT),
+    retries: int = 3,
+    retry_delay_seconds: float = 30.0,
+) -> list[dict[str, Any]]:
     """Run the DVC pipeline stage by stage.
 
     Args:
         profile: a params.yaml profile (demo, baseline) written into params.yaml before the run,
-            as `python -m stages.profile NAME --apply` does; None keeps params.yaml as it is.
+            as `python -m chesscore.pipeline.profile NAME --apply` does; None keeps params.yaml as it is.
         stages: the stages to run (in DAG order); None runs them all.
         input_dir: a folder of raw .pgn/.pgn.zst dumps, written into params.yaml as validate's
             input (new dumps dropped there make the next run rerun validate and what follows).
@@ -105,8 +117,12 @@ def pipeline(profile: str | None = None, stages: list[str] | None = None, input_
         raise ValueError(f"unknown stage(s) {', '.join(unknown)}; dvc.yaml has {', '.join(order)}")
     chosen = [stage for stage in order if stages is None or stage in stages]
     logger.info("stages in order: %s", " -> ".join(chosen))
-    attempt = run_stage.with_options(retries=retries, retry_delay_seconds=exponential_backoff(retry_delay_seconds),
-                                     retry_jitter_factor=JITTER, retry_condition_fn=retry_if_retryable)
+    attempt = run_stage.with_options(
+        retries=retries,
+        retry_delay_seconds=exponential_backoff(retry_delay_seconds),
+        retry_jitter_factor=JITTER,
+        retry_condition_fn=retry_if_retryable,
+    )
     results = [attempt(repo, stage) for stage in chosen]
     publish_summary(Path(repo), results)
     return results
@@ -115,17 +131,25 @@ def pipeline(profile: str | None = None, stages: list[str] | None = None, input_
 def publish_summary(root: Path, results: list[dict[str, Any]]) -> None:
     """The final Markdown artifact: what ran, the key metrics, and where the report is."""
     facts = summary.collect(root)
-    timing = "\n".join(f"| {r['stage']} | {'skipped (up to date)' if r['skipped'] else 'ran'} | {r['seconds']:.1f} |"
-                       for r in results)
+    timing = "\n".join(
+        f"| {r['stage']} | {'skipped (up to date)' if r['skipped'] else 'ran'} | {r['seconds']:.1f} |" for r in results
+    )
     report = facts.get("report")
     link = f"[{report}]({(root / report).resolve().as_uri()})" if report else "no evaluation report yet"
-    markdown = (f"# Chess pipeline run\n\n| stage | state | seconds |\n|---|---|---|\n{timing}\n\n"
-                f"{summary.render_markdown(facts)}\n\nEvaluation report: {link}\n")
-    create_markdown_artifact(markdown=markdown, key="pipeline-summary",
-                             description="Key metrics of the pipeline after this run")
+    markdown = (
+        f"# Chess pipeline run\n\n| stage | state | seconds |\n|---|---|---|\n{timing}\n\n"
+        f"{summary.render_markdown(facts)}\n\nEvaluation report: {link}\n"
+    )
+    create_markdown_artifact(
+        markdown=markdown, key="pipeline-summary", description="Key metrics of the pipeline after this run"
+    )
     if report:
-        create_link_artifact(link=(root / report).resolve().as_uri(), link_text=report, key="evaluation-report",
-                             description="The evaluation report of the current checkpoint")
+        create_link_artifact(
+            link=(root / report).resolve().as_uri(),
+            link_text=report,
+            key="evaluation-report",
+            description="The evaluation report of the current checkpoint",
+        )
 
 
 def add_flow_arguments(parser: argparse.ArgumentParser, retry_delay_seconds: float) -> None:
@@ -135,13 +159,20 @@ def add_flow_arguments(parser: argparse.ArgumentParser, retry_delay_seconds: flo
     parser.add_argument("--input-dir", default=None, help="folder of raw .pgn/.pgn.zst dumps for validate")
     parser.add_argument("--repo", default=str(PROJECT), help="the project checkout (holds dvc.yaml)")
     parser.add_argument("--retries", type=int, default=3, help="attempts after the first, retryable failures only")
-    parser.add_argument("--retry-delay-seconds", type=float, default=retry_delay_seconds,
-                        help="first retry delay (doubles)")
+    parser.add_argument(
+        "--retry-delay-seconds", type=float, default=retry_delay_seconds, help="first retry delay (doubles)"
+    )
 
 
 def flow_parameters(args: argparse.Namespace) -> dict[str, Any]:
-    return {"profile": args.profile, "stages": args.stages, "input_dir": args.input_dir, "repo": args.repo,
-            "retries": args.retries, "retry_delay_seconds": args.retry_delay_seconds}
+    return {
+        "profile": args.profile,
+        "stages": args.stages,
+        "input_dir": args.input_dir,
+        "repo": args.repo,
+        "retries": args.retries,
+        "retry_delay_seconds": args.retry_delay_seconds,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

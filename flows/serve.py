@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> None:
         schedules=[Cron(args.cron, timezone=args.timezone)],
         parameters=flow_parameters(args),
         description="The DVC pipeline (validate, convert, train, evaluate, selfplay, arena), "
-                    "one task per stage, retried when a retry can help.",
+        "one task per stage, retried when a retry can help.",
         tags=["chesscore", "dvc"],
         limit=1,  # one run at a time: two would only wait on each other's DVC lock
     )

@@ -5,7 +5,7 @@
 
 Per opponent: W/D/L, score, Elo difference with its 95% interval, the raw model's illegal
 attempts; overall: a rating anchored on the Stockfish levels (CCRL 40/4 scale, see
-chesscore/elo.py). Writes OUT/arena.json (DVC metric), OUT/results.csv (a row per opponent),
+chesscore/play/elo.py). Writes OUT/arena.json (DVC metric), OUT/results.csv (a row per opponent),
 OUT/games.pgn, OUT/games.csv (a row per game) and OUT/report.md. Stockfish comes from
 Debian's `stockfish` package; where it is missing the stage stops and says how to install it.
 """
@@ -23,20 +23,32 @@ import torch
 from tqdm import tqdm
 
 from chesscore import failures
-from chesscore.arena import (CHECKPOINT, RANDOM, STOCKFISH, ArenaConfig, ArenaGame, Opponent, game_rows,
-                             pgn_text, play_match, summarise)
 from chesscore.checkpoint import load_model
-from chesscore.engine import StockfishLevel, find_stockfish
+from chesscore.cli.params import PARAMS, params_section
+from chesscore.cli.runner import run_stage
 from chesscore.fileio import atomic_write_json, atomic_write_text, csv_text, sha256_file
-from stages.params import PARAMS, params_section
-
-
+from chesscore.play.arena import (
+    CHECKPOINT,
+    RANDOM,
+    STOCKFISH,
+    ArenaConfig,
+    ArenaGame,
+    Opponent,
+    game_rows,
+    pgn_text,
+    play_match,
+    summarise,
+)
+from chesscore.play.engine import StockfishLevel, find_stockfish
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     d = params_section(argv, "arena")[1].get
-    p = argparse.ArgumentParser(prog="python -m stages.arena", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m stages.arena",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     p.add_argument("--params", type=Path, default=PARAMS, help="params file (its `arena:` section)")
     p.add_argument("--checkpoint", type=Path, default=d("checkpoint", "data/train/best.pt"))
     p.add_argument("--out", type=Path, default=d("out", "data/arena"))
@@ -47,8 +59,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=d("seed", 0))
     p.add_argument("--device", default=d("device", "cpu"), help="cpu, cuda, or auto (cuda when present)")
     p.add_argument("--threads", type=int, default=d("threads", 1), help="torch CPU threads")
-    p.add_argument("--stockfish", default=(d("stockfish") or {}).get("path"),
-                   help="Stockfish executable (default: PATH, then /usr/games/stockfish)")
+    p.add_argument(
+        "--stockfish",
+        default=(d("stockfish") or {}).get("path"),
+        help="Stockfish executable (default: PATH, then /usr/games/stockfish)",
+    )
     args = p.parse_args(argv)
     args.opponents = d("opponents") or [{"name": "random", "kind": RANDOM}]
     args.stockfish_search = d("stockfish") or {}
@@ -66,11 +81,19 @@ def build_opponents(specs: list[dict[str, Any]], search: dict[str, Any], device:
         if kind == RANDOM:
             opponents.append(Opponent.random(name))
         elif kind == STOCKFISH:
-            opponents.append(Opponent.stockfish(StockfishLevel(
-                name, uci_elo=spec.get("uci_elo"), skill=spec.get("skill"),
-                movetime_ms=spec.get("movetime_ms", search.get("movetime_ms", 20)),
-                nodes=spec.get("nodes", search.get("nodes")),
-                threads=search.get("threads", 1), hash_mb=search.get("hash_mb", 16))))
+            opponents.append(
+                Opponent.stockfish(
+                    StockfishLevel(
+                        name,
+                        uci_elo=spec.get("uci_elo"),
+                        skill=spec.get("skill"),
+                        movetime_ms=spec.get("movetime_ms", search.get("movetime_ms", 20)),
+                        nodes=spec.get("nodes", search.get("nodes")),
+                        threads=search.get("threads", 1),
+                        hash_mb=search.get("hash_mb", 16),
+                    )
+                )
+            )
         elif kind == CHECKPOINT:
             model, payload = load_model(spec["path"], device)
             opponents.append(Opponent.checkpoint(name, model, f"chesscore {spec['path']}"))
@@ -79,11 +102,12 @@ def build_opponents(specs: list[dict[str, Any]], search: dict[str, Any], device:
     return opponents
 
 
-
 def _elo_text(row: dict[str, Any], keys=("elo", "low", "high")) -> str:
     value, low, high = (row[k] for k in keys)
+
     def fmt(x, inf):
         return inf if x is None else f"{x:+.0f}"
+
     centre = fmt(value, "-inf" if row.get("score", 0.5) == 0 else "+inf")
     return f"{centre} [{fmt(low, '-inf')}, {fmt(high, '+inf')}]"
 
@@ -94,31 +118,48 @@ def _rating_text(rating: dict[str, Any] | None) -> str:
     if rating["rating"] is None:
         bound = "upper" if rating["score"] == 0 else "lower"
         value = rating["high"] if rating["score"] == 0 else rating["low"]
-        return f"{'<' if bound == 'upper' else '>'} {value:.0f} (95% {bound} bound; every anchored game " \
-               f"{'lost' if bound == 'upper' else 'won'})"
+        return (
+            f"{'<' if bound == 'upper' else '>'} {value:.0f} (95% {bound} bound; every anchored game "
+            f"{'lost' if bound == 'upper' else 'won'})"
+        )
     return f"{rating['rating']:.0f} [{rating['low']:.0f}, {rating['high']:.0f}] (95%)"
 
 
 def report_markdown(summary: dict[str, Any], checkpoint: str, config: ArenaConfig) -> str:
-    lines = [f"# Arena: {checkpoint}", "",
-             f"{summary['games']} games, {config.games} per opponent in pairs (each opening once with "
-             f"each colour), model temperature {config.temperature:g}, draw adjudicated after "
-             f"{config.max_plies} plies, seed {config.seed}.", "",
-             f"**Rating anchored on the Stockfish levels** (CCRL 40/4 scale): {_rating_text(summary['rating'])}", "",
-             "| opponent | anchor Elo | games | W | D | L | score | Elo difference [95%] | LOS | illegal attempts |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# Arena: {checkpoint}",
+        "",
+        f"{summary['games']} games, {config.games} per opponent in pairs (each opening once with "
+        f"each colour), model temperature {config.temperature:g}, draw adjudicated after "
+        f"{config.max_plies} plies, seed {config.seed}.",
+        "",
+        f"**Rating anchored on the Stockfish levels** (CCRL 40/4 scale): {_rating_text(summary['rating'])}",
+        "",
+        "| opponent | anchor Elo | games | W | D | L | score | Elo difference [95%] | LOS | illegal attempts |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for row in summary["opponents"]:
         anchor = "-" if row["anchor_elo"] is None else f"{row['anchor_elo']:.0f}"
-        rate = "-" if row["illegal_attempt_rate"] is None else f"{row['illegal_attempts']} ({row['illegal_attempt_rate']:.1%})"
-        lines.append(f"| {row['name']}: {row['description']} | {anchor} | {row['games']} | {row['wins']} | "
-                     f"{row['draws']} | {row['losses']} | {row['score']:.3f} | {_elo_text(row)} | "
-                     f"{row['los']:.2f} | {rate} |")
-    lines += ["", "Elo differences are the model's, from its score (W + D/2) / N; the interval is the "
-              "trinomial normal approximation of cutechess-cli / fastchess (Wilson where every game had "
-              "one result). Illegal attempts: the model's moves whose own unmasked choice was illegal "
-              "(the legal mask played a legal one). Stockfish anchors: UCI_Elo N stands for N; Skill "
-              "Level L for 1346.6 + 143.4 L^0.806 (Stockfish 15.1's calibration at 60s+0.6s, anchored "
-              "on CCRL 40/4). Games: games.pgn.", ""]
+        rate = (
+            "-"
+            if row["illegal_attempt_rate"] is None
+            else f"{row['illegal_attempts']} ({row['illegal_attempt_rate']:.1%})"
+        )
+        lines.append(
+            f"| {row['name']}: {row['description']} | {anchor} | {row['games']} | {row['wins']} | "
+            f"{row['draws']} | {row['losses']} | {row['score']:.3f} | {_elo_text(row)} | "
+            f"{row['los']:.2f} | {rate} |"
+        )
+    lines += [
+        "",
+        "Elo differences are the model's, from its score (W + D/2) / N; the interval is the "
+        "trinomial normal approximation of cutechess-cli / fastchess (Wilson where every game had "
+        "one result). Illegal attempts: the model's moves whose own unmasked choice was illegal "
+        "(the legal mask played a legal one). Stockfish anchors: UCI_Elo N stands for N; Skill "
+        "Level L for 1346.6 + 143.4 L^0.806 (Stockfish 15.1's calibration at 60s+0.6s, anchored "
+        "on CCRL 40/4). Games: games.pgn.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -127,10 +168,15 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(max(1, args.threads))
     if args.device == "auto":
         args.device = "cuda" if torch.cuda.is_available() else "cpu"
-    config = ArenaConfig(games=args.games, temperature=args.temperature, max_plies=args.max_plies,
-                         concurrency=args.concurrency, seed=args.seed)
+    config = ArenaConfig(
+        games=args.games,
+        temperature=args.temperature,
+        max_plies=args.max_plies,
+        concurrency=args.concurrency,
+        seed=args.seed,
+    )
     # Stockfish missing (StockfishMissing) or a checkpoint that is not ours (CheckpointError)
-    # end the stage through failures.run: exit 78 with one line saying what to do.
+    # end the stage through run_stage: exit 78 with one line saying what to do.
     needs_stockfish = any(spec.get("kind") == STOCKFISH for spec in args.opponents)
     stockfish = find_stockfish(args.stockfish) if needs_stockfish else None
     model, _ = load_model(args.checkpoint, args.device)
@@ -147,32 +193,60 @@ def main(argv: list[str] | None = None) -> int:
     seconds = time.perf_counter() - started
     checkpoint = str(args.checkpoint)
     summary = summarise(matches)
-    record = {"checkpoint": {"path": checkpoint, "sha256": sha256_file(args.checkpoint)},
-              "config": asdict(config), **summary,
-              # keyed by name, so `dvc metrics show` lists every opponent's numbers
-              "opponents": {row["name"]: row for row in summary["opponents"]}}
+    record = {
+        "checkpoint": {"path": checkpoint, "sha256": sha256_file(args.checkpoint)},
+        "config": asdict(config),
+        **summary,
+        # keyed by name, so `dvc metrics show` lists every opponent's numbers
+        "opponents": {row["name"]: row for row in summary["opponents"]},
+    }
     out = args.out
     atomic_write_json(out / "arena.json", record)
     atomic_write_text(out / "games.pgn", pgn_text(matches, checkpoint))
     game_table = game_rows(matches)
     atomic_write_text(out / "games.csv", csv_text(game_table, list(game_table[0])))
-    atomic_write_text(out / "results.csv", csv_text(summary["opponents"], [
-        "name", "kind", "anchor_elo", "games", "wins", "draws", "losses", "score", "elo", "low", "high",
-        "los", "draw_ratio", "mean_plies", "illegal_attempts", "model_moves", "illegal_attempt_rate"]))
+    atomic_write_text(
+        out / "results.csv",
+        csv_text(
+            summary["opponents"],
+            [
+                "name",
+                "kind",
+                "anchor_elo",
+                "games",
+                "wins",
+                "draws",
+                "losses",
+                "score",
+                "elo",
+                "low",
+                "high",
+                "los",
+                "draw_ratio",
+                "mean_plies",
+                "illegal_attempts",
+                "model_moves",
+                "illegal_attempt_rate",
+            ],
+        ),
+    )
     atomic_write_text(out / "report.md", report_markdown(summary, checkpoint, config))
 
-    print(f"\narena: {checkpoint}: {summary['games']} games in {seconds:.1f} s "
-          f"({summary['games'] / seconds:.2f} games/s)")
+    print(
+        f"\narena: {checkpoint}: {summary['games']} games in {seconds:.1f} s ({summary['games'] / seconds:.2f} games/s)"
+    )
     print(f"{'opponent':<22}{'anchor':>7}{'W':>5}{'D':>5}{'L':>5}{'score':>7}  {'Elo diff [95%]':<22}{'illegal':>9}")
     for row in summary["opponents"]:
         anchor = "-" if row["anchor_elo"] is None else f"{row['anchor_elo']:.0f}"
         rate = "-" if row["illegal_attempt_rate"] is None else f"{row['illegal_attempt_rate']:.1%}"
-        print(f"{row['name'][:21]:<22}{anchor:>7}{row['wins']:>5}{row['draws']:>5}{row['losses']:>5}"
-              f"{row['score']:>7.3f}  {_elo_text(row):<22}{rate:>9}")
+        print(
+            f"{row['name'][:21]:<22}{anchor:>7}{row['wins']:>5}{row['draws']:>5}{row['losses']:>5}"
+            f"{row['score']:>7.3f}  {_elo_text(row):<22}{rate:>9}"
+        )
     print(f"rating anchored on Stockfish (CCRL 40/4): {_rating_text(summary['rating'])}")
     print(f"outputs: {out}/arena.json, results.csv, games.pgn, games.csv, report.md")
     return 0
 
 
 if __name__ == "__main__":
-    failures.run("arena", main)
+    run_stage("arena", main)

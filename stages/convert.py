@@ -22,19 +22,28 @@ from typing import Any
 # tenth of a CPU second per process (set before numpy is first imported).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from chesscore import failures, validate_run
-from chesscore.convert import ConvertConfig, LeakageError, run_convert
-from stages.params import PARAMS, config_from, params_section, worker_count
-from stages.progress import progress_bar
+from chesscore import failures
+from chesscore.cli.params import PARAMS, config_from, params_section, worker_count
+from chesscore.cli.progress import progress_bar
+from chesscore.cli.runner import run_stage
+from chesscore.ingest import validate_run
+from chesscore.ingest.convert import ConvertConfig, LeakageError, run_convert
 
 
 def parser(defaults: dict[str, Any]) -> argparse.ArgumentParser:
     d = defaults.get
-    p = argparse.ArgumentParser(prog="python -m stages.convert", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m stages.convert",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     p.add_argument("--params", type=Path, default=PARAMS, help="params file (its `convert:` section)")
-    p.add_argument("--validated", type=Path, default=Path(d("validated", "data/validated")),
-                   help="the validate stage's output folder")
+    p.add_argument(
+        "--validated",
+        type=Path,
+        default=Path(d("validated", "data/validated")),
+        help="the validate stage's output folder",
+    )
     p.add_argument("--out", type=Path, default=Path(d("out", "data/dataset")), help="dataset folder to write")
     p.add_argument("--workers", type=int, default=d("workers", 1), help="shard-writing threads (0: one per core)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -43,10 +52,14 @@ def parser(defaults: dict[str, Any]) -> argparse.ArgumentParser:
 
 def summary(manifest: dict[str, Any], out: Path, seconds: float) -> str:
     games = sum(split["games"] for split in manifest["splits"].values())
-    lines = [f"convert: {games:,} games into {len(manifest['shards'])} shard(s) in {seconds:.1f} s "
-             f"({games / max(seconds, 1e-9):,.0f} games/s)"]
+    lines = [
+        f"convert: {games:,} games into {len(manifest['shards'])} shard(s) in {seconds:.1f} s "
+        f"({games / max(seconds, 1e-9):,.0f} games/s)"
+    ]
     for name, split in manifest["splits"].items():
-        lines.append(f"  {name:<11}{split['games']:>12,} games {split['tokens']:>14,} tokens {split['shards']:>5} shard(s)")
+        lines.append(
+            f"  {name:<11}{split['games']:>12,} games {split['tokens']:>14,} tokens {split['shards']:>5} shard(s)"
+        )
     lines.append(f"  leakage (same moves in two splits): {manifest['leakage']['cross_split_identical_moves']}")
     lines.append(f"  inputs: {len(manifest['inputs'])} file(s); fingerprint {manifest['fingerprint']}")
     lines.append(f"  wrote {out}/manifest.json and {out}/shards/")
@@ -57,16 +70,20 @@ def main(argv: list[str] | None = None) -> int:
     params_path, values = params_section(argv, "convert")
     args = parser(values).parse_args(argv)
     config = config_from(values, ConvertConfig, params_path, "convert")
-    if not all((args.validated / name).is_file() for name in (validate_run.GAMES, validate_run.INPUTS,
-                                                               validate_run.REPORT)):
-        raise failures.BadInput(f"{args.validated}: no {validate_run.GAMES}, {validate_run.INPUTS} and "
-                                f"{validate_run.REPORT} (run the validate stage first)")
+    if not all(
+        (args.validated / name).is_file() for name in (validate_run.GAMES, validate_run.INPUTS, validate_run.REPORT)
+    ):
+        raise failures.BadInput(
+            f"{args.validated}: no {validate_run.GAMES}, {validate_run.INPUTS} and "
+            f"{validate_run.REPORT} (run the validate stage first)"
+        )
     total = json.loads((args.validated / validate_run.REPORT).read_text(encoding="utf-8"))["accepted"]
     bar = progress_bar(not args.no_progress, total=total, unit="game", desc="convert")
     start = time.perf_counter()
     try:
-        manifest = run_convert(args.validated, args.out, config, workers=worker_count(args.workers),
-                               progress=bar.update)
+        manifest = run_convert(
+            args.validated, args.out, config, workers=worker_count(args.workers), progress=bar.update
+        )
     except LeakageError as error:
         raise failures.BadInput(str(error)) from None
     finally:
@@ -76,4 +93,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    failures.run("convert", main)
+    run_stage("convert", main)

@@ -24,20 +24,23 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from chesscore import dataset, failures
+from chesscore import failures
 from chesscore.checkpoint import load_model
-from chesscore.evaluate import EvalConfig, check_dataset, evaluate, sample_test_games
-from chesscore.evaluate_report import write_outputs
+from chesscore.cli.params import PARAMS, params_section
+from chesscore.cli.runner import run_stage
+from chesscore.data import dataset
+from chesscore.eval.evaluate import EvalConfig, check_dataset, evaluate, sample_test_games
+from chesscore.eval.report import write_outputs
 from chesscore.fileio import sha256_file, sha256_json
-from stages.params import PARAMS, params_section
-
-
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     d = params_section(argv, "evaluate")[1].get
-    p = argparse.ArgumentParser(prog="python -m stages.evaluate", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m stages.evaluate",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     p.add_argument("--params", type=Path, default=PARAMS, help="params file (its `evaluate:` section)")
     p.add_argument("--checkpoint", type=Path, default=d("checkpoint", "data/train/best.pt"))
     p.add_argument("--dataset", type=Path, default=d("dataset", "data/dataset"))
@@ -51,8 +54,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--middlegame-until-ply", type=int, default=d("middlegame_until_ply", 60))
     p.add_argument("--device", default=d("device", "cpu"), help="cpu, cuda, or auto (cuda when present)")
     p.add_argument("--threads", type=int, default=d("threads", 2), help="torch CPU threads")
-    p.add_argument("--allow-other-dataset", action="store_true",
-                   help="evaluate a checkpoint whose identity names another dataset (or none)")
+    p.add_argument(
+        "--allow-other-dataset",
+        action="store_true",
+        help="evaluate a checkpoint whose identity names another dataset (or none)",
+    )
     p.add_argument("--force", action="store_true", help="evaluate again even if OUT holds this evaluation")
     return p.parse_args(argv)
 
@@ -63,14 +69,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.device == "auto":
         args.device = "cuda" if torch.cuda.is_available() else "cpu"
     try:
-        config = EvalConfig(games=args.games or None, batch_size=args.batch_size, top_k=args.top_k,
-                            seed=args.seed, rating_bin=args.rating_bin, opening_until_ply=args.opening_until_ply,
-                            middlegame_until_ply=args.middlegame_until_ply)
+        config = EvalConfig(
+            games=args.games or None,
+            batch_size=args.batch_size,
+            top_k=args.top_k,
+            seed=args.seed,
+            rating_bin=args.rating_bin,
+            opening_until_ply=args.opening_until_ply,
+            middlegame_until_ply=args.middlegame_until_ply,
+        )
     except ValueError as error:
         raise failures.Refused(str(error)) from None
     # A damaged dataset (IntegrityError: exit 65), a checkpoint that is not ours or was trained
     # on another dataset (CheckpointError, DatasetMismatch: exit 78) end the stage through
-    # failures.run with one line naming the file.
+    # run_stage with one line naming the file.
     manifest = dataset.manifest(args.dataset)
     model, payload = load_model(args.checkpoint, args.device)
     check = check_dataset(payload, manifest, args.allow_other_dataset, str(args.checkpoint))
@@ -88,39 +100,59 @@ def main(argv: list[str] | None = None) -> int:
         raise failures.BadInput(f"{args.dataset}: the test split has no games")
     positions = 0
     with tqdm(total=len(games), desc="evaluate", unit="game", file=sys.stderr) as bar:
+
         def progress(n_games: int, n_positions: int) -> None:
             nonlocal positions
             positions += n_positions
             bar.update(n_games)
             bar.set_postfix(positions_per_s=f"{positions / (time.perf_counter() - started):.0f}")
+
         results = evaluate(model, games, config, progress)
     seconds = time.perf_counter() - started
 
     record = {
         "evaluation_key": key,
-        "checkpoint": {"path": str(args.checkpoint), "sha256": checkpoint_sha,
-                       "config_name": f"{payload['config']['n_layer']}x{payload['config']['n_embd']}",
-                       "parameters": model.num_parameters()},
+        "checkpoint": {
+            "path": str(args.checkpoint),
+            "sha256": checkpoint_sha,
+            "config_name": f"{payload['config']['n_layer']}x{payload['config']['n_embd']}",
+            "parameters": model.num_parameters(),
+        },
         "dataset": {"path": str(args.dataset), "fingerprint": manifest["fingerprint"], "check": check},
-        "test_split": {"read_by": "evaluate", "games_in_split": split_size, "games_evaluated": len(games),
-                       "sample": ("all games" if config.games is None or config.games >= split_size else
-                                  f"the {config.games} smallest sha256(seed:game_id), seed {config.seed}")},
+        "test_split": {
+            "read_by": "evaluate",
+            "games_in_split": split_size,
+            "games_evaluated": len(games),
+            "sample": (
+                "all games"
+                if config.games is None or config.games >= split_size
+                else f"the {config.games} smallest sha256(seed:game_id), seed {config.seed}"
+            ),
+        },
         **results,
     }
     write_outputs(args.out, record)
 
     free, tf = record["free_running"], record["teacher_forced"]
     k = config.top_k
-    print(f"\nevaluate: {args.checkpoint} on {args.dataset} (test split, {len(games)} of {split_size} games, "
-          f"{free['positions']:,} positions) in {seconds:.1f} s ({free['positions'] / seconds:.0f} positions/s)")
+    print(
+        f"\nevaluate: {args.checkpoint} on {args.dataset} (test split, {len(games)} of {split_size} games, "
+        f"{free['positions']:,} positions) in {seconds:.1f} s ({free['positions'] / seconds:.0f} positions/s)"
+    )
     print(f"  move matching (legal-masked): top-1 {_pct(free['top1'])}  top-{k} {_pct(free[f'top{k}'])}")
-    print(f"  own greedy move legal: {_pct(free['move_legal'])} (source {_pct(free['source_legal'])}, "
-          f"destination {_pct(free['destination_legal'])}, promotion {_pct(free['promotion_legal'])})")
-    print(f"  teacher-forced: NLL {tf['nll']:.3f} nats/token, source accuracy {_pct(tf['phase_accuracy']['source'])}, "
-          f"illegal probability {tf['illegal_probability']:.4f}")
+    print(
+        f"  own greedy move legal: {_pct(free['move_legal'])} (source {_pct(free['source_legal'])}, "
+        f"destination {_pct(free['destination_legal'])}, promotion {_pct(free['promotion_legal'])})"
+    )
+    print(
+        f"  teacher-forced: NLL {tf['nll']:.3f} nats/token, source accuracy {_pct(tf['phase_accuracy']['source'])}, "
+        f"illegal probability {tf['illegal_probability']:.4f}"
+    )
     for row in record["breakdowns"]["phase"]:
-        print(f"  {row['bucket']:<11} {row['positions']:>7} positions  top-1 {_pct(row['top1']):>6}  "
-              f"top-{k} {_pct(row[f'top{k}']):>6}  legal {_pct(row['move_legal']):>6}")
+        print(
+            f"  {row['bucket']:<11} {row['positions']:>7} positions  top-1 {_pct(row['top1']):>6}  "
+            f"top-{k} {_pct(row[f'top{k}']):>6}  legal {_pct(row['move_legal']):>6}"
+        )
     print(f"outputs: {args.out}/metrics.json, report.md, by_rating.csv, by_time_control.csv, by_phase.csv, plots/")
     return 0
 
@@ -130,4 +162,4 @@ def _pct(value: float | None) -> str:
 
 
 if __name__ == "__main__":
-    failures.run("evaluate", main)
+    run_stage("evaluate", main)

@@ -21,19 +21,27 @@ from pathlib import Path
 from typing import Any
 
 from chesscore import failures
-from chesscore.selfplay_parallel import WorkerDied
-from chesscore.selfplay_run import CHECKPOINT, STATS, Execution, RunConfig, run_selfplay
-from chesscore.train_state import ResumeRefused
-from stages.params import PARAMS, config_from, params_section
+from chesscore.cli.params import PARAMS, config_from, params_section
+from chesscore.cli.runner import run_stage
+from chesscore.selfplay.parallel import WorkerDied
+from chesscore.selfplay.run import CHECKPOINT, STATS, Execution, RunConfig, run_selfplay
+from chesscore.train.state import ResumeRefused
 
 
 def parser(defaults: dict[str, Any]) -> argparse.ArgumentParser:
     d = defaults.get
-    p = argparse.ArgumentParser(prog="python -m stages.selfplay", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m stages.selfplay",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     p.add_argument("--params", type=Path, default=PARAMS, help="params file (its `selfplay:` section)")
-    p.add_argument("--checkpoint", type=Path, default=Path(d("checkpoint", "data/train/best.pt")),
-                   help="the supervised checkpoint: the starting policy, the KL reference and the eval opponent")
+    p.add_argument(
+        "--checkpoint",
+        type=Path,
+        default=Path(d("checkpoint", "data/train/best.pt")),
+        help="the supervised checkpoint: the starting policy, the KL reference and the eval opponent",
+    )
     p.add_argument("--out", type=Path, default=Path(d("out", "data/selfplay")), help="output folder")
     p.add_argument("--games", type=int, default=d("games", RunConfig.games), help="self-play games per iteration")
     p.add_argument("--workers", type=int, default=d("workers", 2), help="worker processes (0: in this process)")
@@ -48,9 +56,11 @@ def parser(defaults: dict[str, Any]) -> argparse.ArgumentParser:
 
 def summary(stats: dict[str, Any], args: argparse.Namespace) -> str:
     e = stats["execution"]
-    lines = [f"selfplay: {args.checkpoint} -> {args.out}: {stats['iterations']} iteration(s), {stats['games']} games, "
-             f"{e['workers']} worker(s) x {e['threads_per_worker']} thread(s), backend {e['backend']}",
-             "  iter  decisive  mean reward  KL/move   vs supervised: W-D-L   score   Elo [95%]"]
+    lines = [
+        f"selfplay: {args.checkpoint} -> {args.out}: {stats['iterations']} iteration(s), {stats['games']} games, "
+        f"{e['workers']} worker(s) x {e['threads_per_worker']} thread(s), backend {e['backend']}",
+        "  iter  decisive  mean reward  KL/move   vs supervised: W-D-L   score   Elo [95%]",
+    ]
     for entry in stats["per_iteration"]:
         u, v = entry["update"], entry.get("vs_reference")
         versus = "not evaluated"
@@ -60,34 +70,53 @@ def summary(stats: dict[str, Any], args: argparse.Namespace) -> str:
             high = "+inf" if v["high"] is None else f"{v['high']:+.0f}"
             versus = f"{v['wins']:>4}-{v['draws']}-{v['losses']:<4}  {v['score']:.3f}  {elo} [{low}, {high}]"
         decisive = entry["play"]["white_wins"] + entry["play"]["black_wins"]
-        lines.append(f"  {entry['iteration']:>4}  {decisive:>8}  {u['mean_reward']:>+11.3f}  "
-                     f"{u['kl_per_move']:.5f}   {versus}")
+        lines.append(
+            f"  {entry['iteration']:>4}  {decisive:>8}  {u['mean_reward']:>+11.3f}  {u['kl_per_move']:.5f}   {versus}"
+        )
     ends = ", ".join(f"{name} {count}" for name, count in stats["terminations"].items() if count)
     lines.append(f"  results: white {stats['white_wins']}, draws {stats['draws']}, black {stats['black_wins']}; {ends}")
     plies = stats["plies"]
-    lines.append(f"  plies: mean {plies['mean']:.1f} (min {plies['min']}, max {plies['max']});"
-                 f" model's illegal attempt rate {stats['illegal_attempt_rate']:.4f}")
+    lines.append(
+        f"  plies: mean {plies['mean']:.1f} (min {plies['min']}, max {plies['max']});"
+        f" model's illegal attempt rate {stats['illegal_attempt_rate']:.4f}"
+    )
     speed = stats["moves_per_second"]
-    lines.append(f"  throughput: {'n/a (nothing played in this run)' if speed is None else f'{speed:,.0f} moves/s'};"
-                 f" wall {stats['wall_seconds']:.1f} s")
+    lines.append(
+        f"  throughput: {'n/a (nothing played in this run)' if speed is None else f'{speed:,.0f} moves/s'};"
+        f" wall {stats['wall_seconds']:.1f} s"
+    )
     splits = stats["dataset_splits"]
-    lines.append(f"  wrote {args.out}/{CHECKPOINT}, games.pgn, dataset/ (train {splits['train']['games']}, validation "
-                 f"{splits['validation']['games']}, test {splits['test']['games']} games), {STATS}")
+    lines.append(
+        f"  wrote {args.out}/{CHECKPOINT}, games.pgn, dataset/ (train {splits['train']['games']}, validation "
+        f"{splits['validation']['games']}, test {splits['test']['games']} games), {STATS}"
+    )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     params_path, values = params_section(argv, "selfplay")
     args = parser(values).parse_args(argv)
-    cfg = config_from({**values, "games": args.games, "iterations": args.iterations}, RunConfig, params_path,
-                      "selfplay")
-    execution = Execution(workers=args.workers, threads_per_worker=args.threads_per_worker, backend=args.backend,
-                          device=args.device, progress=not args.no_progress)
+    cfg = config_from(
+        {**values, "games": args.games, "iterations": args.iterations}, RunConfig, params_path, "selfplay"
+    )
+    execution = Execution(
+        workers=args.workers,
+        threads_per_worker=args.threads_per_worker,
+        backend=args.backend,
+        device=args.device,
+        progress=not args.no_progress,
+    )
     if not args.checkpoint.is_file():
         raise failures.BadInput(f"{args.checkpoint}: no checkpoint (run the train stage first)")
     try:
-        stats = run_selfplay(args.checkpoint, args.out, cfg, execution, resume=args.resume,
-                             log=lambda line: print(line, file=sys.stderr, flush=True))
+        stats = run_selfplay(
+            args.checkpoint,
+            args.out,
+            cfg,
+            execution,
+            resume=args.resume,
+            log=lambda line: print(line, file=sys.stderr, flush=True),
+        )
     except ResumeRefused as error:
         raise failures.Refused(str(error)) from None
     except WorkerDied as error:
@@ -97,4 +126,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    failures.run("selfplay", main)
+    run_stage("selfplay", main)

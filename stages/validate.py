@@ -5,7 +5,7 @@
     python -m stages.validate --raw /data/lichess_db_standard_rated_2024-0{1,2}.pgn.zst --workers 0
 
 Inputs are .pgn, .pgn.zst (also .gz, .bz2) files or folders of them, read as streams. The rules
-(chesscore.validate.ValidateConfig) come from params.yaml's `validate:` section. Writes
+(chesscore.ingest.validate.ValidateConfig) come from params.yaml's `validate:` section. Writes
 OUT/games.arrow, OUT/rejects.arrow, OUT/inputs.json and OUT/report.json (the DVC metric), then
 prints a one-screen summary. A file that cannot be read to its end is recorded as a reject
 (`not_pgn` or `unreadable`, with the byte offset); with --strict the stage then fails (exit 65)
@@ -25,42 +25,59 @@ from typing import Any
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from chesscore import failures
-from chesscore.pgn_input import find_inputs
-from chesscore.validate import ValidateConfig
-from chesscore.validate_run import run_validate
-from stages.params import PARAMS, config_from, params_section, worker_count
-from stages.progress import progress_bar
+from chesscore.cli.params import PARAMS, config_from, params_section, worker_count
+from chesscore.cli.progress import progress_bar
+from chesscore.cli.runner import run_stage
+from chesscore.ingest.validate import ValidateConfig
+from chesscore.ingest.validate_run import run_validate
+from chesscore.pgn.inputs import find_inputs
 
 
 def parser(defaults: dict[str, Any]) -> argparse.ArgumentParser:
     d = defaults.get
     raw = d("raw", "data/raw")
-    p = argparse.ArgumentParser(prog="python -m stages.validate", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m stages.validate",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     p.add_argument("--params", type=Path, default=PARAMS, help="params file (its `validate:` section)")
-    p.add_argument("--raw", nargs="+", type=Path, default=[Path(r) for r in ([raw] if isinstance(raw, str) else raw)],
-                   help="PGN files (.pgn, .pgn.zst, .gz, .bz2) or folders of them")
+    p.add_argument(
+        "--raw",
+        nargs="+",
+        type=Path,
+        default=[Path(r) for r in ([raw] if isinstance(raw, str) else raw)],
+        help="PGN files (.pgn, .pgn.zst, .gz, .bz2) or folders of them",
+    )
     p.add_argument("--out", type=Path, default=Path(d("out", "data/validated")), help="output folder")
     p.add_argument("--workers", type=int, default=d("workers", 1), help="parsing processes (0: one per core)")
     p.add_argument("--batch-games", type=int, default=d("batch_games", 4000), help="games per work unit")
-    p.add_argument("--strict", action=argparse.BooleanOptionalAction, default=d("strict", False),
-                   help="fail (after writing) when a file could not be read to its end")
+    p.add_argument(
+        "--strict",
+        action=argparse.BooleanOptionalAction,
+        default=d("strict", False),
+        help="fail (after writing) when a file could not be read to its end",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
 
 def summary(report: dict[str, Any], out: Path, seconds: float, workers: int) -> str:
     seen = report["games_seen"]
-    lines = [f"validate: {len(report['by_file'])} file(s), {seen:,} games in {seconds:.1f} s "
-             f"({seen / max(seconds, 1e-9):,.0f} games/s, {workers} worker(s))",
-             f"  accepted  {report['accepted']:>12,}",
-             f"  rejected  {report['rejected']:>12,}"]
+    lines = [
+        f"validate: {len(report['by_file'])} file(s), {seen:,} games in {seconds:.1f} s "
+        f"({seen / max(seconds, 1e-9):,.0f} games/s, {workers} worker(s))",
+        f"  accepted  {report['accepted']:>12,}",
+        f"  rejected  {report['rejected']:>12,}",
+    ]
     lines += [f"    {reason:<24}{count:>10,}" for reason, count in report["by_reason"].items()]
     lines.append(f"  read by python-chess after the fast parser gave up: {report['reference_reads']:,}")
     files = list(report["by_file"].items())
     lines.append("  per file (seen / accepted / rejected):")
     for path, entry in files[:10]:
-        lines.append(f"    {path}  {entry['games_seen']:,} / {entry['accepted']:,} / {sum(entry['rejected'].values()):,}")
+        lines.append(
+            f"    {path}  {entry['games_seen']:,} / {entry['accepted']:,} / {sum(entry['rejected'].values()):,}"
+        )
     if len(files) > 10:
         lines.append(f"    ... and {len(files) - 10} more (see {out / 'report.json'})")
     for error in report["file_errors"]:
@@ -90,8 +107,7 @@ def main(argv: list[str] | None = None) -> int:
 
     start = time.perf_counter()
     try:
-        report = run_validate(files, args.out, config, workers=workers, batch_games=args.batch_games,
-                              progress=progress)
+        report = run_validate(files, args.out, config, workers=workers, batch_games=args.batch_games, progress=progress)
     finally:
         bar.close()
     print(summary(report, args.out, time.perf_counter() - start, workers))
@@ -102,4 +118,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    failures.run("validate", main)
+    run_stage("validate", main)

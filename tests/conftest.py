@@ -5,7 +5,10 @@ import os
 import pytest
 import torch
 
-from chesscore.engine import StockfishMissing, find_stockfish
+from chesscore.play.engine import StockfishMissing, find_stockfish
+
+# Fixtures of real DVC repos and a real Prefect server, for every test file that asks for them.
+pytest_plugins = ["tests.pipeline_fixtures"]
 
 
 def missing(reason: str) -> None:

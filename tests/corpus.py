@@ -7,7 +7,8 @@ import functools
 from pathlib import Path
 
 import chess.pgn
-from conftest import missing
+
+from tests.conftest import missing
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "pgn-corpus"
 

@@ -14,8 +14,8 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -33,28 +33,40 @@ STAGES = ["validate", "convert", "train", "evaluate", "selfplay", "arena"]
 NOT_REPRODUCIBLE = re.compile(r"^data/(train/(results\.json|events\.jsonl)|selfplay/stats\.json)")
 
 _SERVER: dict[str, Any] = {}
-_PIPELINE: dict[str, "PipelineRun"] = {}
+_PIPELINE: dict[str, PipelineRun] = {}
 
 # The smallest params that still run every code path of every stage (a tiny model, a few updates,
 # a handful of games per opponent, one self-play iteration in-process). Applied to a copy only.
 TINY = {
-    "train.config": "tiny", "train.micro": 8, "train.max_updates": 4, "train.validation_every_steps": 4,
+    "train.config": "tiny",
+    "train.micro": 8,
+    "train.max_updates": 4,
+    "train.validation_every_steps": 4,
     "train.legality_eval_games": 4,
-    "evaluate.games": 4, "evaluate.batch_size": 4,
-    "arena.games": 2, "arena.max_plies": 24,
-    "arena.opponents": [{"name": "random", "kind": "random"},  # one opponent of each kind
-                        {"name": "stockfish-skill0", "kind": "stockfish", "skill": 0},
-                        {"name": "selfplay-rl", "kind": "checkpoint", "path": "data/selfplay/rl.pt"}],
-    "selfplay.iterations": 1, "selfplay.games": 2, "selfplay.max_plies": 16, "selfplay.shard_games": 1,
-    "selfplay.eval_games": 2, "selfplay.workers": 0, "selfplay.batch_games": 2,
+    "evaluate.games": 4,
+    "evaluate.batch_size": 4,
+    "arena.games": 2,
+    "arena.max_plies": 24,
+    "arena.opponents": [
+        {"name": "random", "kind": "random"},  # one opponent of each kind
+        {"name": "stockfish-skill0", "kind": "stockfish", "skill": 0},
+        {"name": "selfplay-rl", "kind": "checkpoint", "path": "data/selfplay/rl.pt"},
+    ],
+    "selfplay.iterations": 1,
+    "selfplay.games": 2,
+    "selfplay.max_plies": 16,
+    "selfplay.shard_games": 1,
+    "selfplay.eval_games": 2,
+    "selfplay.workers": 0,
+    "selfplay.batch_games": 2,
 }
 
 # A toy stage for flow tests: appends its name to its input, under chesscore's failure
 # convention (so CHESSCORE_FAULT reaches it) and with an atomic write. TOY_SLEEP holds it.
-TOY_STAGE = '''\
+TOY_STAGE = """\
 import os, sys, time
 from pathlib import Path
-from chesscore import failures
+from chesscore.cli.runner import run_stage
 from chesscore.fileio import atomic_write_text
 
 def main():
@@ -64,9 +76,9 @@ def main():
     atomic_write_text(target, text + name + "\\n")
 
 if __name__ == "__main__":
-    failures.run(sys.argv[1], main)
-'''
-TOY_DVC = '''\
+    run_stage(sys.argv[1], main)
+"""
+TOY_DVC = """\
 stages:
   first:
     cmd: python step.py first - work/a.txt
@@ -76,7 +88,7 @@ stages:
     cmd: python step.py second work/a.txt work/b.txt
     deps: [step.py, work/a.txt]
     outs: [work/b.txt]
-'''
+"""
 
 
 def free_port() -> int:
@@ -85,8 +97,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run(command: list[str], cwd: Path, env: dict[str, str] | None = None, check: bool = True,
-        timeout: float = 600) -> subprocess.CompletedProcess:
+def run(
+    command: list[str], cwd: Path, env: dict[str, str] | None = None, check: bool = True, timeout: float = 600
+) -> subprocess.CompletedProcess:
     """A command with the venv's bin folder first on PATH; output captured, shown on failure."""
     env = {**os.environ, **(env or {})}
     env["PATH"] = os.pathsep.join([str(BIN), "/usr/games", env.get("PATH", "")])
@@ -113,8 +126,10 @@ def toy_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = init_repo(tmp_path_factory.mktemp("toy") / "repo")
     (path / "step.py").write_text(TOY_STAGE)
     (path / "dvc.yaml").write_text(TOY_DVC)
-    (path / "params.yaml").write_text("validate:\n  raw: data/raw\ntoy:\n  greeting: hello\n"
-                                      "profiles:\n  demo:\n    toy.greeting: hello\n  other:\n    toy.greeting: bonjour\n")
+    (path / "params.yaml").write_text(
+        "validate:\n  raw: data/raw\ntoy:\n  greeting: hello\n"
+        "profiles:\n  demo:\n    toy.greeting: hello\n  other:\n    toy.greeting: bonjour\n"
+    )
     run(["git", "add", "-A"], path)
     run(["git", "commit", "-qm", "toy pipeline"], path)
     return path
@@ -135,11 +150,21 @@ def prefect_server(tmp_path_factory: pytest.TempPathFactory):
         return
     home = tmp_path_factory.mktemp("prefect-home")
     port = free_port()
-    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-           "PREFECT_UI_ENABLED": "false", "PREFECT_API_URL": ""}
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(home),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_UI_ENABLED": "false",
+        "PREFECT_API_URL": "",
+    }
     log = open(home / "server.log", "w")
-    server = subprocess.Popen([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-                              env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    server = subprocess.Popen(
+        [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     api = f"http://127.0.0.1:{port}/api"
     deadline = time.monotonic() + 120
     while True:
@@ -152,8 +177,7 @@ def prefect_server(tmp_path_factory: pytest.TempPathFactory):
             server.kill()
             raise RuntimeError(f"prefect server did not start:\n{(home / 'server.log').read_text()[-3000:]}")
         time.sleep(0.3)
-    _SERVER["env"] = {"PREFECT_API_URL": api, "PREFECT_HOME": str(home),
-                      "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    _SERVER["env"] = {"PREFECT_API_URL": api, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     try:
         yield _SERVER["env"]
     finally:
@@ -180,7 +204,7 @@ class Api:
             response = httpx.request(method, f"{self.url}{path}", timeout=30, **kwargs)
             if response.status_code not in self.RETRY:
                 break
-            time.sleep(0.2 * 2 ** attempt)
+            time.sleep(0.2 * 2**attempt)
         return response
 
     def post(self, path: str, body: dict[str, Any] | None = None) -> Any:
@@ -196,8 +220,9 @@ class Api:
         response.raise_for_status()
         return response.json()
 
-    def task_runs(self, run_id: str, settled: tuple[str, ...] = ("COMPLETED", "FAILED", "CRASHED"),
-                  timeout: float = 30) -> dict[str, dict[str, Any]]:
+    def task_runs(
+        self, run_id: str, settled: tuple[str, ...] = ("COMPLETED", "FAILED", "CRASHED"), timeout: float = 30
+    ) -> dict[str, dict[str, Any]]:
         """The flow run's task runs by name (the stage name), once all are in a final state: the
         server records task run states from events, a moment after the client sends them."""
         deadline = time.monotonic() + timeout
@@ -232,8 +257,13 @@ def copy_tree(source: Path, target: Path) -> Path:
 def snapshot(target: Path) -> Path:
     """A copy of the project's working tree (tracked and untracked files git does not ignore, no
     data/ but the embedded sample), committed as a fresh git repository: a clean clone's twin."""
-    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=PROJECT,
-                            capture_output=True, check=True).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=PROJECT, capture_output=True, check=True
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for name in filter(None, listed):
         if name.startswith("data/") and not name.startswith("data/raw/"):
             continue  # outputs of someone's run in the shared checkout
@@ -280,8 +310,8 @@ def pipeline_run(tmp_path_factory: pytest.TempPathFactory) -> PipelineRun:
     stage by stage (timed); dvc.lock and the metrics are committed afterwards."""
     if "run" in _PIPELINE:
         return _PIPELINE["run"]
+    from chesscore.pipeline import profile
     from flows import dvc_stages
-    from stages import profile
 
     repo = snapshot(tmp_path_factory.mktemp("pipeline") / "repo")
     profile.apply(TINY, repo / "params.yaml")

@@ -31,7 +31,7 @@ def test_cached_decoding_matches_full_forward_token_by_token():
     full = model(tokens)
     cache = model.new_cache(batch_size=4)
     steps = [model(tokens[:, :7], cache=cache)]  # prefill, then one token per game per step
-    steps += [model(tokens[:, t:t + 1], cache=cache) for t in range(7, 40)]
+    steps += [model(tokens[:, t : t + 1], cache=cache) for t in range(7, 40)]
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
     assert cache.lengths.tolist() == [40] * 4
 
@@ -46,7 +46,7 @@ def test_rows_at_different_lengths_each_see_their_own_prefix():
     branch = torch.tensor([[11], [12], [13]])
     logits = model(branch, cache=cache)
     for row, length in enumerate([5, 17, 30]):
-        expected = model(torch.cat([tokens[row:row + 1, :length], branch[row:row + 1]], dim=1))[0, -1]
+        expected = model(torch.cat([tokens[row : row + 1, :length], branch[row : row + 1]], dim=1))[0, -1]
         torch.testing.assert_close(logits[row, 0], expected, atol=1e-5, rtol=1e-5)
 
 
@@ -57,8 +57,9 @@ def test_cache_select_keeps_rows():
     cache = model.new_cache(batch_size=4)
     model(tokens[:, :11], cache=cache)
     kept = cache.select(torch.tensor([1, 3]))
-    torch.testing.assert_close(model(tokens[[1, 3], 11:], cache=kept)[:, 0], model(tokens[[1, 3]])[:, -1],
-                               atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        model(tokens[[1, 3], 11:], cache=kept)[:, 0], model(tokens[[1, 3]])[:, -1], atol=1e-5, rtol=1e-5
+    )
 
 
 def test_context_overflow_is_refused():

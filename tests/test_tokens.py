@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from chesscore import tokens as T
 from chesscore.tokens import BOS, EOS, PAD, RESERVED_START, State, decode_game, decode_move, encode_game, encode_move
-from corpus import standard_games
+from tests.corpus import standard_games
 
 
 def test_constants_are_the_contract():
@@ -76,7 +76,8 @@ def test_random_legal_games(moves):
 
 SPECIAL_GAMES = {
     # both castlings, an en passant capture, checks
-    "castling_en_passant": "e2e4 g8f6 e4e5 d7d5 e5d6 e7d6 g1f3 f8e7 f1c4 e8g8 b1c3 b8c6 d2d3 c8e6 c1e3 d8d7 d1d2 e6c4 e1c1",
+    "castling_en_passant": "e2e4 g8f6 e4e5 d7d5 e5d6 e7d6 g1f3 f8e7 f1c4 e8g8 b1c3 b8c6 d2d3 c8e6 c1e3 d8d7 "
+    "d1d2 e6c4 e1c1",
     # all four promotions are offered, with and without capture
     "promotions": "e2e4 d7d5 e4d5 c7c6 d5c6 g8f6 c6b7 b8d7 b7a8n",
     "underpromotion_rook": "e2e4 d7d5 e4d5 c7c6 d5c6 g8f6 c6b7 b8d7 b7c8r",
@@ -159,23 +160,29 @@ def test_nothing_follows_eos():
         decode_game([BOS, EOS, BOS])
 
 
-@pytest.mark.parametrize("tokens, message", [
-    ([12, 28], "3 tokens"),
-    ([12, 28, 64, 64], "3 tokens"),
-    ([12, 28, 72], "not 64..68"),
-    ([12, 28, PAD], "not 64..68"),
-    ([64, 28, 64], "not a square"),
-    ([12, 12, 64], "both"),
-    ([12, 28, T.QUEEN], "not a promotion"),  # e2e4 cannot promote
-])
+@pytest.mark.parametrize(
+    "tokens, message",
+    [
+        ([12, 28], "3 tokens"),
+        ([12, 28, 64, 64], "3 tokens"),
+        ([12, 28, 72], "not 64..68"),
+        ([12, 28, PAD], "not 64..68"),
+        ([64, 28, 64], "not a square"),
+        ([12, 12, 64], "both"),
+        ([12, 28, T.QUEEN], "not a promotion"),  # e2e4 cannot promote
+    ],
+)
 def test_decode_move_rejects_malformed_triples(tokens, message):
     with pytest.raises(ValueError, match=message):
         decode_move(tokens)
 
 
 def test_encode_move_rejects_non_standard_moves():
-    for move in (chess.Move.null(), chess.Move(chess.E2, chess.E4, drop=chess.KNIGHT),
-                 chess.Move(chess.E7, chess.E8, promotion=chess.KING)):
+    for move in (
+        chess.Move.null(),
+        chess.Move(chess.E2, chess.E4, drop=chess.KNIGHT),
+        chess.Move(chess.E7, chess.E8, promotion=chess.KING),
+    ):
         with pytest.raises(ValueError):
             encode_move(move)
 
@@ -199,3 +206,9 @@ def test_legal_moves_are_generated_once_per_position():
     for token in (chess.E5, T.NO_PROMOTION):
         state.feed(token)
     assert state.legal_moves() is not first
+
+
+def test_the_contract_hash_is_of_the_encoding_not_of_the_file():
+    # Pinned: a change here means the triples-v1 encoding changed; that needs a new VERSION.
+    assert T.tokenizer_sha256() == "d8d2a07a0ad3d439018443a9142a957d65b063e7838fe3e6b7bfe8f42c37d80e"
+    assert len(T.CONTRACT_GAMES) == 5 and all(T.decode_game(T.encode_game(g.split())) for g in T.CONTRACT_GAMES)

@@ -10,9 +10,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from chesscore.batching import IGNORE, TokenList, collate
 from chesscore.model import CONFIGS, GPT
-from training_data import corpus_tokens
+from chesscore.train.batching import IGNORE, TokenList, collate
+from tests.training_data import corpus_tokens
 
 
 @functools.cache

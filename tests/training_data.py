@@ -1,5 +1,5 @@
 """Real games for the training tests: the shared corpus's standard games as triples-v1 tokens,
-a converted dataset folder (shards + manifest, written by chesscore.shards) made of them, and
+a converted dataset folder (shards + manifest, written by chesscore.data.shards) made of them, and
 the small in-process training run the resume and stop tests share."""
 
 from __future__ import annotations
@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from chesscore import shards
-from chesscore.batching import TokenList
-from chesscore.distributed import setup
+from chesscore.data import shards
 from chesscore.fileio import atomic_write_json
 from chesscore.model import CONFIGS
 from chesscore.tokens import encode_game
-from chesscore.train_config import TrainConfig
-from chesscore.train_data import TrainData
-from chesscore.trainer import train
-from corpus import standard_games
+from chesscore.train.batching import TokenList
+from chesscore.train.config import TrainConfig
+from chesscore.train.data import TrainData
+from chesscore.train.distributed import setup
+from chesscore.train.trainer import train
+from tests.corpus import standard_games
 
 
 @functools.cache
@@ -30,10 +30,19 @@ def corpus_tokens() -> tuple[tuple[int, ...], ...]:
 
 
 def _rows(games: list[tuple[int, ...]], first: int) -> pa.Table:
-    records = [{"tokens": list(tokens), "game_id": f"g{first + n:05d}", "source_sha256": "ab" * 32,
-                "source_index": first + n, "source_offset": 0, "result": "1-0",
-                "time_control_class": "blitz", "plies": (len(tokens) - 2) // 3}
-               for n, tokens in enumerate(games)]
+    records = [
+        {
+            "tokens": list(tokens),
+            "game_id": f"g{first + n:05d}",
+            "source_sha256": "ab" * 32,
+            "source_index": first + n,
+            "source_offset": 0,
+            "result": "1-0",
+            "time_control_class": "blitz",
+            "plies": (len(tokens) - 2) // 3,
+        }
+        for n, tokens in enumerate(games)
+    ]
     return pa.Table.from_pylist(records, schema=shards.SCHEMA)
 
 
@@ -53,8 +62,19 @@ def write_dataset(root: Path, train: list, validation: list, test: list = ()) ->
 MODEL = replace(CONFIGS["tiny"], dropout=0.1)
 # 60 games, 4 per microbatch, 2 microbatches per update: 8 updates per epoch (the last one a
 # single microbatch), validation every 3 updates and at epoch ends, 13 updates in all.
-CONFIG = TrainConfig(model="tiny", micro=4, accum=2, epochs=5, seed=11, schedule_steps=16, warmup_steps=2,
-                     max_updates=13, validation_every_steps=3, legality_eval_games=4, log_every_steps=2)
+CONFIG = TrainConfig(
+    model="tiny",
+    micro=4,
+    accum=2,
+    epochs=5,
+    seed=11,
+    schedule_steps=16,
+    warmup_steps=2,
+    max_updates=13,
+    validation_every_steps=3,
+    legality_eval_games=4,
+    log_every_steps=2,
+)
 # What must come out byte for byte the same however the run was interrupted (results.json and
 # events.jsonl hold timings and are not among them).
 ARTIFACTS = ("last.pt", "best.pt", "identity.json", "metrics.json", "plots/train_loss.csv", "plots/validation.csv")

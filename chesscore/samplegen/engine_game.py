@@ -53,7 +53,7 @@ class Strength:
     resign_below: int | None  # centipawns; None: plays on to the end
 
     @staticmethod
-    def of(rating: int, rng: random.Random, bot: bool = False) -> "Strength":
+    def of(rating: int, rng: random.Random, bot: bool = False) -> Strength:
         x = (min(max(rating, 800), 2800) - 800) / 2000
         stubborn = bot or rng.random() < 0.1
         return Strength(
@@ -71,8 +71,10 @@ def eval_text(cp: int, mate: int | None) -> str:
 
 def glyph(before: float, after: float) -> str:
     """Lichess's mistake glyphs from the mover's winning-chance drop (cp from its side)."""
+
     def chances(cp: float) -> float:
         return 2 / (1 + math.exp(-0.00368208 * max(-1000.0, min(1000.0, cp)))) - 1
+
     drop = chances(before) - chances(after)
     return "??" if drop >= 0.3 else "?" if drop >= 0.2 else "?!" if drop >= 0.1 else ""
 
@@ -85,10 +87,14 @@ class Search:
     scores: list[float]
 
 
-def search(engine: chess.engine.SimpleEngine, board: chess.Board, nodes: int,
-           key: object) -> Search:
-    infos = engine.analyse(board, chess.engine.Limit(nodes=nodes), multipv=MULTIPV, game=key,
-                           info=chess.engine.INFO_SCORE | chess.engine.INFO_PV)
+def search(engine: chess.engine.SimpleEngine, board: chess.Board, nodes: int, key: object) -> Search:
+    infos = engine.analyse(
+        board,
+        chess.engine.Limit(nodes=nodes),
+        multipv=MULTIPV,
+        game=key,
+        info=chess.engine.INFO_SCORE | chess.engine.INFO_PV,
+    )
     infos = [i for i in infos if i.get("pv") and "score" in i]
     if not infos:
         raise RuntimeError(f"Stockfish gave no move in {board.fen()}")
@@ -96,8 +102,7 @@ def search(engine: chess.engine.SimpleEngine, board: chess.Board, nodes: int,
     return Search([i["pv"][0] for i in infos], scores)
 
 
-def choose(rng: random.Random, board: chess.Board, found: Search,
-           strength: Strength) -> chess.Move:
+def choose(rng: random.Random, board: chess.Board, found: Search, strength: Strength) -> chess.Move:
     """A softmax draw over the candidates, or now and then any legal move."""
     if rng.random() < strength.blunder:
         return rng.choice(sorted(board.legal_moves, key=chess.Move.uci))
@@ -121,17 +126,20 @@ def automatic_draw(board: chess.Board) -> str | None:
     return None
 
 
-def annotate(engine: chess.engine.SimpleEngine, board: chess.Board, record: GameRecord,
-             book_plies: int, key: object) -> None:
+def annotate(
+    engine: chess.engine.SimpleEngine, board: chess.Board, record: GameRecord, book_plies: int, key: object
+) -> None:
     """Add [%eval] to every move and mistake glyphs after the book, as a Lichess analysis
     does: each position is searched once more, with ANALYSIS_NODES, after the game."""
+
     def white_eval(b: chess.Board) -> tuple[int, int | None]:
         if b.is_checkmate():
             return (-20000 if b.turn == chess.WHITE else 20000), None
         if automatic_draw(b):
             return 0, None
-        score = engine.analyse(b, chess.engine.Limit(nodes=ANALYSIS_NODES), game=key,
-                               info=chess.engine.INFO_SCORE)["score"].white()
+        score = engine.analyse(b, chess.engine.Limit(nodes=ANALYSIS_NODES), game=key, info=chess.engine.INFO_SCORE)[
+            "score"
+        ].white()
         return score.score(mate_score=20000), score.mate()
 
     before, _ = white_eval(board)
@@ -142,8 +150,7 @@ def annotate(engine: chess.engine.SimpleEngine, board: chess.Board, record: Game
         if i >= book_plies:
             record.glyphs[i] = glyph(mover * before, mover * after)
         if not board.is_checkmate():  # Lichess writes no eval after a mating move
-            record.comments[i] = " ".join(filter(None, (eval_text(after, mate),
-                                                        record.comments[i])))
+            record.comments[i] = " ".join(filter(None, (eval_text(after, mate), record.comments[i])))
         before = after
 
 
@@ -171,22 +178,27 @@ def _ends_game(board: chess.Board, move: chess.Move) -> bool:
         board.pop()
 
 
-def _long_game_move(rng: random.Random, board: chess.Board, found: Search,
-                    strength: Strength) -> chess.Move | None:
+def _long_game_move(rng: random.Random, board: chess.Board, found: Search, strength: Strength) -> chess.Move | None:
     """A move that keeps a deliberately long game going (None: every move would end it);
     near the fifty-move limit, a capture or pawn move."""
     move = choose(rng, board, found, strength)
     if not _ends_game(board, move) and board.halfmove_clock < 80:
         return move
     legal = [m for m in sorted(board.legal_moves, key=chess.Move.uci) if not _ends_game(board, m)]
-    fresh = [m for m in legal
-             if board.is_capture(m) or board.piece_type_at(m.from_square) == chess.PAWN]
+    fresh = [m for m in legal if board.is_capture(m) or board.piece_type_at(m.from_square) == chess.PAWN]
     keep = fresh if fresh and board.halfmove_clock >= 80 else legal
     return rng.choice(keep) if keep else None
 
 
-def play(engine: chess.engine.SimpleEngine, board: chess.Board, clock: Clock, plan: Plan,
-         rng: random.Random, key: object, record: GameRecord) -> tuple[str, str]:
+def play(
+    engine: chess.engine.SimpleEngine,
+    board: chess.Board,
+    clock: Clock,
+    plan: Plan,
+    rng: random.Random,
+    key: object,
+    record: GameRecord,
+) -> tuple[str, str]:
     """Play from `board` into `record` (sans, comments, glyphs, ending); returns (Result,
     Termination). The loop ends on mate, an automatic draw, a resignation, a draw agreement,
     a flag, an abandonment or a rules infraction."""
@@ -208,8 +220,13 @@ def play(engine: chess.engine.SimpleEngine, board: chess.Board, clock: Clock, pl
             if bad[side] >= 3:
                 record.ending, loser = "resign", side
                 break
-            if (plan.agree_draws and ply >= 30 and len(recent) == recent.maxlen
-                    and max(recent) <= 60 and rng.random() < 0.08):
+            if (
+                plan.agree_draws
+                and ply >= 30
+                and len(recent) == recent.maxlen
+                and max(recent) <= 60
+                and rng.random() < 0.08
+            ):
                 record.ending = "agreement"
                 break
             if ply >= MAX_PLIES:  # adjudicate: the worse side resigns, or both agree a draw
@@ -244,8 +261,11 @@ def play(engine: chess.engine.SimpleEngine, board: chess.Board, clock: Clock, pl
         if drawn:
             record.ending = drawn
             break
-    if record.ending == "time" and loser is not None and board.has_insufficient_material(
-            chess.WHITE if loser == 1 else chess.BLACK):
+    if (
+        record.ending == "time"
+        and loser is not None
+        and board.has_insufficient_material(chess.WHITE if loser == 1 else chess.BLACK)
+    ):
         loser = None  # the flag fell, but the other side could never have mated
     if plan.analysed:
         annotate(engine, start, record, len(plan.book), key)

@@ -41,8 +41,10 @@ def make_game(spec: GameSpec, engine: chess.engine.SimpleEngine) -> GameRecord:
     event, tc, rated = people.pick_event(rng, spec.seed)
     gid = people.site_id(rng)
     when = START + timedelta(seconds=int(spec.index * 1.5 + rng.random() * 1.49))
-    strengths = (Strength.of(white.rating, rng, white.title == "BOT"),
-                 Strength.of(black.rating, rng, black.title == "BOT"))
+    strengths = (
+        Strength.of(white.rating, rng, white.title == "BOT"),
+        Strength.of(black.rating, rng, black.title == "BOT"),
+    )
     record = GameRecord(spec.index, spec.kind)
     extra: list[tuple[str, str]] = []  # Variant, FEN, SetUp
     opening = ("?", "?")
@@ -50,12 +52,15 @@ def make_game(spec: GameSpec, engine: chess.engine.SimpleEngine) -> GameRecord:
 
     if spec.kind == "normal":
         book = pick_opening(rng, (white.rating + black.rating) / 2).moves
-        plan = Plan(strengths, book=book, analysed=rng.random() < 0.06,
-                    agree_draws=min(white.rating, black.rating) >= 1100,
-                    abandon_at=rng.randint(1, 6) if rng.random() < 0.004 else None,
-                    infraction_at=rng.randint(10, 80) if rng.random() < 0.002 else None)
-        result, termination = play(engine, chess.Board(), Clock(tc, rng), plan, rng,
-                                   (spec.seed, spec.index), record)
+        plan = Plan(
+            strengths,
+            book=book,
+            analysed=rng.random() < 0.06,
+            agree_draws=min(white.rating, black.rating) >= 1100,
+            abandon_at=rng.randint(1, 6) if rng.random() < 0.004 else None,
+            infraction_at=rng.randint(10, 80) if rng.random() < 0.002 else None,
+        )
+        result, termination = play(engine, chess.Board(), Clock(tc, rng), plan, rng, (spec.seed, spec.index), record)
         named = name_opening(record.sans)
         opening = (named.eco, named.name)
     elif spec.kind in ("setup", "from_position"):
@@ -65,15 +70,13 @@ def make_game(spec: GameSpec, engine: chess.engine.SimpleEngine) -> GameRecord:
         extra = [("FEN", board.fen()), ("SetUp", "1")]
         if spec.kind == "from_position":
             extra.insert(0, ("Variant", "From Position"))
-        result, termination = play(engine, board, Clock(tc, rng), Plan(strengths), rng,
-                                   (spec.seed, spec.index), record)
+        result, termination = play(engine, board, Clock(tc, rng), Plan(strengths), rng, (spec.seed, spec.index), record)
     elif spec.kind == "chess960":
         event = "Rated Chess960 game"
         board = chess.Board.from_chess960_pos(rng.choice([n for n in range(960) if n != 518]))
         board.chess960 = True
         extra = [("Variant", "Chess960"), ("FEN", board.fen()), ("SetUp", "1")]
-        result, termination = play(engine, board, Clock(tc, rng), Plan(strengths), rng,
-                                   (spec.seed, spec.index), record)
+        result, termination = play(engine, board, Clock(tc, rng), Plan(strengths), rng, (spec.seed, spec.index), record)
     elif spec.kind == "crazyhouse":
         event = "Rated Crazyhouse game"
         extra = [("Variant", "Crazyhouse")]
@@ -94,33 +97,48 @@ def make_game(spec: GameSpec, engine: chess.engine.SimpleEngine) -> GameRecord:
         raise ValueError(f"unknown game kind {spec.kind!r}")
 
     record.result = result
-    record.headers = _headers(event, gid, when, white, black, result, rated, tc, opening,
-                              termination, extra)
+    record.headers = _headers(event, gid, when, white, black, result, rated, tc, opening, termination, extra)
     return record
 
 
-def _headers(event: str, gid: str, when: datetime, white: people.Player, black: people.Player,
-             result: str, rated: bool, tc: str, opening: tuple[str, str], termination: str,
-             extra: list[tuple[str, str]]) -> list[tuple[str, str]]:
+def _headers(
+    event: str,
+    gid: str,
+    when: datetime,
+    white: people.Player,
+    black: people.Player,
+    result: str,
+    rated: bool,
+    tc: str,
+    opening: tuple[str, str],
+    termination: str,
+    extra: list[tuple[str, str]],
+) -> list[tuple[str, str]]:
     """The tags in the order the Lichess database dumps write them."""
     date = when.strftime("%Y.%m.%d")
-    tags = [("Event", event), ("Site", f"https://lichess.org/{gid}"), ("Date", date),
-            ("Round", "-"), ("White", white.name), ("Black", black.name), ("Result", result),
-            ("UTCDate", date), ("UTCTime", when.strftime("%H:%M:%S")),
-            ("WhiteElo", str(white.rating)), ("BlackElo", str(black.rating))]
+    tags = [
+        ("Event", event),
+        ("Site", f"https://lichess.org/{gid}"),
+        ("Date", date),
+        ("Round", "-"),
+        ("White", white.name),
+        ("Black", black.name),
+        ("Result", result),
+        ("UTCDate", date),
+        ("UTCTime", when.strftime("%H:%M:%S")),
+        ("WhiteElo", str(white.rating)),
+        ("BlackElo", str(black.rating)),
+    ]
     if rated:
         dw, db = people.rating_diffs(white, black, result)
         tags += [("WhiteRatingDiff", dw), ("BlackRatingDiff", db)]
-    tags += [(f"{side}Title", p.title) for side, p in (("White", white), ("Black", black))
-             if p.title]
+    tags += [(f"{side}Title", p.title) for side, p in (("White", white), ("Black", black)) if p.title]
     tags += [t for t in extra if t[0] == "Variant"]
-    tags += [("ECO", opening[0]), ("Opening", opening[1]), ("TimeControl", tc),
-             ("Termination", termination)]
+    tags += [("ECO", opening[0]), ("Opening", opening[1]), ("TimeControl", tc), ("Termination", termination)]
     return tags + [t for t in extra if t[0] != "Variant"]
 
 
-def _engine_prefix(engine: chess.engine.SimpleEngine, rng: random.Random, plies: int,
-                   key: object) -> chess.Board:
+def _engine_prefix(engine: chess.engine.SimpleEngine, rng: random.Random, plies: int, key: object) -> chess.Board:
     """A position reached by a 2000-strength opening: the start of a from-position game."""
     board = chess.Board()
     for move in pick_opening(rng, 2000).moves:
@@ -133,8 +151,13 @@ def _engine_prefix(engine: chess.engine.SimpleEngine, rng: random.Random, plies:
     return chess.Board(board.fen())
 
 
-def _too_long(engine: chess.engine.SimpleEngine, rng: random.Random, spec: GameSpec,
-              strengths: tuple[Strength, Strength], record: GameRecord) -> tuple[str, str]:
+def _too_long(
+    engine: chess.engine.SimpleEngine,
+    rng: random.Random,
+    spec: GameSpec,
+    strengths: tuple[Strength, Strength],
+    record: GameRecord,
+) -> tuple[str, str]:
     """A legal game of 356..400 plies that ends on time; retried (seeded) until it gets there."""
     target = rng.randint(356, 400)
     for attempt in range(50):
@@ -142,8 +165,9 @@ def _too_long(engine: chess.engine.SimpleEngine, rng: random.Random, spec: GameS
         plan = Plan(strengths, book=pick_opening(rng, 1800).moves, long_plies=target)
         try:
             clock = Clock("1800+20", rng, can_flag=False)
-            result, termination = play(engine, chess.Board(), clock, plan, rng,
-                                       (spec.seed, spec.index, attempt), record)
+            result, termination = play(
+                engine, chess.Board(), clock, plan, rng, (spec.seed, spec.index, attempt), record
+            )
         except GameEndedEarly:
             continue
         if len(record.sans) >= target:
@@ -162,8 +186,7 @@ def _crazyhouse(rng: random.Random, clock: Clock, record: GameRecord) -> tuple[s
             record.ending = "resign"
             return ("0-1" if side == 0 else "1-0"), "Normal"
         moves = sorted(board.legal_moves, key=chess.Move.uci)
-        weights = [1 + 3 * board.is_capture(m) + 2 * board.gives_check(m) + 2 * (m.drop is not None)
-                   for m in moves]
+        weights = [1 + 3 * board.is_capture(m) + 2 * board.gives_check(m) + 2 * (m.drop is not None) for m in moves]
         move = rng.choices(moves, weights=weights)[0]
         left = clock.spend(ply, side)
         if left is None:

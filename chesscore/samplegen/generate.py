@@ -88,9 +88,12 @@ def _play_all(config: SampleConfig, specs: list[GameSpec]) -> list[GameRecord]:
         finally:
             engine.quit()
     else:
-        with ProcessPoolExecutor(config.workers, mp_context=get_context("spawn"),
-                                 initializer=_worker_init,
-                                 initargs=(config.stockfish, config.hash_mb)) as pool:
+        with ProcessPoolExecutor(
+            config.workers,
+            mp_context=get_context("spawn"),
+            initializer=_worker_init,
+            initargs=(config.stockfish, config.hash_mb),
+        ) as pool:
             for record in pool.map(_worker_game, specs, chunksize=4):
                 out.append(record)
                 bar.update()
@@ -110,21 +113,23 @@ def generate(config: SampleConfig) -> Summary:
     start = time.perf_counter()
     summary = Summary(config.out, engine=engine_version(config.stockfish))
     if summary.engine != STOCKFISH_VERSION:
-        print(f"samplegen: warning: {config.stockfish} is {summary.engine!r}, the committed "
-              f"sample was made with {STOCKFISH_VERSION!r}; the output will differ from it",
-              file=sys.stderr)
+        print(
+            f"samplegen: warning: {config.stockfish} is {summary.engine!r}, the committed "
+            f"sample was made with {STOCKFISH_VERSION!r}; the output will differ from it",
+            file=sys.stderr,
+        )
     kinds = rejects.slot_kinds(config.seed, config.games)
     records = _play_all(config, [GameSpec(config.seed, i, k) for i, k in enumerate(kinds)])
     injected = rejects.damage(records, config.seed)
 
     # File order: slot order, each copy right after the slot it was placed behind.
     order = [(r.index, 0, r) for r in records]
-    order += [(inj.after_slot, 1 + n, inj.record)
-              for n, inj in enumerate(injected) if inj.after_slot is not None]
+    order += [(inj.after_slot, 1 + n, inj.record) for n, inj in enumerate(injected) if inj.after_slot is not None]
     order.sort(key=lambda item: (item[0], item[1]))
     reject_of = {id(inj.record): inj for inj in injected}
-    reject_of.update({id(r): rejects.Injected(r.kind, r.index, _slot_note(r), r)
-                      for r in records if r.kind != "normal"})
+    reject_of.update(
+        {id(r): rejects.Injected(r.kind, r.index, _slot_note(r), r) for r in records if r.kind != "normal"}
+    )
 
     index_of_slot = {slot: position for position, (slot, sub, _) in enumerate(order) if sub == 0}
     chunks: list[bytes] = []
@@ -134,24 +139,35 @@ def generate(config: SampleConfig) -> Summary:
         kind, note = (inj.kind, inj.note) if inj else (None, "")
         if inj and inj.after_slot is not None:
             source = records[inj.slot]
-            note = (f"{'copy' if kind == 'duplicate_site' else 'moves'} of the game at index "
-                    f"{index_of_slot[inj.slot]} ({dict(source.headers)['Site'][-8:]})")
+            note = (
+                f"{'copy' if kind == 'duplicate_site' else 'moves'} of the game at index "
+                f"{index_of_slot[inj.slot]} ({dict(source.headers)['Site'][-8:]})"
+            )
         if position == len(order) - 1:
             data = rejects.cut_mid_comment(data)
             kind, note = "truncated_eof", f"the file ends {len(data)} bytes into this game"
         chunks.append(data)
         tags = dict(record.headers)
-        summary.rows.append({"index": position, "slot": slot, "site": tags["Site"][-8:],
-                             "event": tags["Event"], "time_control": tags["TimeControl"],
-                             "result": tags["Result"], "termination": tags["Termination"],
-                             "ending": record.ending, "plies": len(record.sans),
-                             "white_elo": int(tags["WhiteElo"]), "black_elo": int(tags["BlackElo"]),
-                             "titles": [tags[t] for t in ("WhiteTitle", "BlackTitle") if t in tags],
-                             "analysed": any("%eval" in c for c in record.comments),
-                             "reject": kind})
+        summary.rows.append(
+            {
+                "index": position,
+                "slot": slot,
+                "site": tags["Site"][-8:],
+                "event": tags["Event"],
+                "time_control": tags["TimeControl"],
+                "result": tags["Result"],
+                "termination": tags["Termination"],
+                "ending": record.ending,
+                "plies": len(record.sans),
+                "white_elo": int(tags["WhiteElo"]),
+                "black_elo": int(tags["BlackElo"]),
+                "titles": [tags[t] for t in ("WhiteTitle", "BlackTitle") if t in tags],
+                "analysed": any("%eval" in c for c in record.comments),
+                "reject": kind,
+            }
+        )
         if kind:
-            summary.injected.append({"kind": kind, "index": position, "site": tags["Site"][-8:],
-                                     "note": note})
+            summary.injected.append({"kind": kind, "index": position, "site": tags["Site"][-8:], "note": note})
     sites = Counter(row["site"] for row in summary.rows if row["reject"] != "duplicate_site")
     if max(sites.values()) > 1:
         raise RuntimeError(f"Site id collision: {sites.most_common(1)}")
@@ -175,8 +191,10 @@ def _slot_note(record: GameRecord) -> str:
 def _write_zst(config: SampleConfig, chunks: list[bytes], summary: Summary) -> None:
     """Concatenated zstd frames of `frame_games` games each, single-threaded (reproducible)."""
     compressor = zstandard.ZstdCompressor(level=config.zstd_level, threads=0)
-    frames = [compressor.compress(b"".join(chunks[i:i + config.frame_games]))
-              for i in range(0, len(chunks), config.frame_games)]
+    frames = [
+        compressor.compress(b"".join(chunks[i : i + config.frame_games]))
+        for i in range(0, len(chunks), config.frame_games)
+    ]
     data = b"".join(frames)
     config.out.parent.mkdir(parents=True, exist_ok=True)
     tmp = config.out.with_name(f".{config.out.name}.tmp{os.getpid()}")

@@ -26,17 +26,13 @@ HUMAN_TITLES = ("GM", "IM", "FM", "CM", "NM", "WGM", "WIM", "WFM", "LM")
 # (TimeControl, weight) per speed class; class weights below.
 TIME_CONTROLS = {
     "UltraBullet": [("15+0", 1.0)],
-    "Bullet": [("60+0", 6.0), ("120+1", 3.0), ("30+0", 0.5), ("60+1", 1.0), ("120+0", 0.5),
-               ("45+0", 0.3)],
-    "Blitz": [("180+0", 5.0), ("180+2", 4.0), ("300+0", 5.0), ("300+3", 2.0), ("240+0", 0.5),
-              ("420+0", 0.3)],
-    "Rapid": [("600+0", 5.0), ("600+5", 1.5), ("900+10", 2.0), ("600+10", 0.7), ("300+5", 0.4),
-              ("420+3", 0.3)],
+    "Bullet": [("60+0", 6.0), ("120+1", 3.0), ("30+0", 0.5), ("60+1", 1.0), ("120+0", 0.5), ("45+0", 0.3)],
+    "Blitz": [("180+0", 5.0), ("180+2", 4.0), ("300+0", 5.0), ("300+3", 2.0), ("240+0", 0.5), ("420+0", 0.3)],
+    "Rapid": [("600+0", 5.0), ("600+5", 1.5), ("900+10", 2.0), ("600+10", 0.7), ("300+5", 0.4), ("420+3", 0.3)],
     "Classical": [("1800+0", 3.0), ("1800+20", 1.5), ("900+15", 1.0), ("1200+10", 0.5)],
     "Correspondence": [("-", 1.0)],
 }
-CLASS_WEIGHTS = {"UltraBullet": 2, "Bullet": 26, "Blitz": 41, "Rapid": 20, "Classical": 7,
-                 "Correspondence": 4}
+CLASS_WEIGHTS = {"UltraBullet": 2, "Bullet": 26, "Blitz": 41, "Rapid": 20, "Classical": 7, "Correspondence": 4}
 
 
 def speed_class(time_control: str) -> str:
@@ -63,9 +59,45 @@ class Player:
     k_factor: int  # rating points at stake; high for new (provisional) players
 
 
-_SYLLABLES = ("ka", "ro", "mi", "zen", "tal", "vor", "chess", "pawn", "li", "an", "dre", "max",
-              "nik", "sa", "ta", "ox", "el", "gor", "kin", "bish", "op", "ru", "ya", "ve", "ko",
-              "stor", "mat", "ito", "jo", "ne", "qu", "een", "rook", "fia", "sky", "dan", "bo")
+_SYLLABLES = (
+    "ka",
+    "ro",
+    "mi",
+    "zen",
+    "tal",
+    "vor",
+    "chess",
+    "pawn",
+    "li",
+    "an",
+    "dre",
+    "max",
+    "nik",
+    "sa",
+    "ta",
+    "ox",
+    "el",
+    "gor",
+    "kin",
+    "bish",
+    "op",
+    "ru",
+    "ya",
+    "ve",
+    "ko",
+    "stor",
+    "mat",
+    "ito",
+    "jo",
+    "ne",
+    "qu",
+    "een",
+    "rook",
+    "fia",
+    "sky",
+    "dan",
+    "bo",
+)
 
 
 def _username(rng: random.Random) -> str:

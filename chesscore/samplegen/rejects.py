@@ -31,9 +31,9 @@ REJECT_KINDS: dict[str, tuple[int, str]] = {
     "truncated": (10, "the movetext stops mid-game (position not over), no result token"),
     "truncated_eof": (1, "the last game of the file stops inside a clock comment, no newline"),
     "setup": (6, "[FEN]/[SetUp] start position"),
-    "from_position": (6, "[Variant \"From Position\"] with [FEN]/[SetUp], as Lichess writes it"),
-    "chess960": (8, "[Variant \"Chess960\"] with a Chess960 [FEN]"),
-    "crazyhouse": (8, "[Variant \"Crazyhouse\"], with at least one drop (N@f3)"),
+    "from_position": (6, '[Variant "From Position"] with [FEN]/[SetUp], as Lichess writes it'),
+    "chess960": (8, '[Variant "Chess960"] with a Chess960 [FEN]'),
+    "crazyhouse": (8, '[Variant "Crazyhouse"], with at least one drop (N@f3)'),
     "no_moves": (14, "abandoned before the first move: the movetext is only the result token"),
     "no_result": (10, "a complete game with no result token"),
     "result_mismatch": (10, "the Result tag and the result token differ"),
@@ -45,11 +45,28 @@ REJECT_KINDS: dict[str, tuple[int, str]] = {
 }
 SLOT_KINDS = ("setup", "from_position", "chess960", "crazyhouse", "no_moves", "too_long")
 # Damage kinds in the order their targets are drawn: the scarce targets (mates) first.
-DAMAGE_KINDS = ("result_vs_board", "duplicate_moves", "truncated", "illegal_move", "null_move",
-                "no_result", "result_mismatch", "non_utf8", "duplicate_site")
-MIN_PLIES = {"result_vs_board": 1, "duplicate_moves": 40, "truncated": 30, "illegal_move": 12,
-             "null_move": 12, "no_result": 10, "result_mismatch": 10, "non_utf8": 1,
-             "duplicate_site": 10}
+DAMAGE_KINDS = (
+    "result_vs_board",
+    "duplicate_moves",
+    "truncated",
+    "illegal_move",
+    "null_move",
+    "no_result",
+    "result_mismatch",
+    "non_utf8",
+    "duplicate_site",
+)
+MIN_PLIES = {
+    "result_vs_board": 1,
+    "duplicate_moves": 40,
+    "truncated": 30,
+    "illegal_move": 12,
+    "null_move": 12,
+    "no_result": 10,
+    "result_mismatch": 10,
+    "non_utf8": 1,
+    "duplicate_site": 10,
+}
 LATIN1_NAMES = ("José", "Müller", "Sørensen", "Çelik", "Niño", "Ångström", "Pérez", "Zoë")
 
 
@@ -65,8 +82,10 @@ class Injected:
 
 
 def planned_counts(games: int) -> dict[str, int]:
-    return {kind: 1 if kind == "truncated_eof" else max(1, round(n * games / FULL_SAMPLE_GAMES))
-            for kind, (n, _) in REJECT_KINDS.items()}
+    return {
+        kind: 1 if kind == "truncated_eof" else max(1, round(n * games / FULL_SAMPLE_GAMES))
+        for kind, (n, _) in REJECT_KINDS.items()
+    }
 
 
 def slot_kinds(seed: int, games: int) -> list[str]:
@@ -89,10 +108,15 @@ def damage(records: list[GameRecord], seed: int) -> list[Injected]:
     used = {len(records) - 1}
     done: list[Injected] = []
     for kind in DAMAGE_KINDS:
-        eligible = [r.index for r in records if r.index not in used and r.kind == "normal"
-                    and r.ending not in ("abandoned", "infraction")
-                    and len(r.sans) >= MIN_PLIES[kind]
-                    and (kind != "result_vs_board" or r.ending == "mate")]
+        eligible = [
+            r.index
+            for r in records
+            if r.index not in used
+            and r.kind == "normal"
+            and r.ending not in ("abandoned", "infraction")
+            and len(r.sans) >= MIN_PLIES[kind]
+            and (kind != "result_vs_board" or r.ending == "mate")
+        ]
         for slot in sorted(rng.sample(eligible, min(counts[kind], len(eligible)))):
             used.add(slot)
             done.append(_DAMAGE[kind](records[slot], rng, seed, len(records)))
@@ -180,8 +204,9 @@ def _copy_after(record: GameRecord, rng: random.Random, games: int) -> int:
 
 def _duplicate_site(record: GameRecord, rng: random.Random, seed: int, games: int) -> Injected:
     after = _copy_after(record, rng, games)
-    return Injected("duplicate_site", record.index, f"copy of slot {record.index}",
-                    copy.deepcopy(record), after_slot=after)
+    return Injected(
+        "duplicate_site", record.index, f"copy of slot {record.index}", copy.deepcopy(record), after_slot=after
+    )
 
 
 def _duplicate_moves(record: GameRecord, rng: random.Random, seed: int, games: int) -> Injected:
@@ -191,14 +216,22 @@ def _duplicate_moves(record: GameRecord, rng: random.Random, seed: int, games: i
     new = {"Site": f"https://lichess.org/{gid}", "White": white.name, "Black": black.name}
     twin = copy.deepcopy(record)
     twin.headers = [(k, new.get(k, v)) for k, v in record.headers]
-    return Injected("duplicate_moves", record.index, f"moves of slot {record.index}, new id {gid}",
-                    twin, after_slot=after)
+    return Injected(
+        "duplicate_moves", record.index, f"moves of slot {record.index}, new id {gid}", twin, after_slot=after
+    )
 
 
-_DAMAGE = {"illegal_move": _illegal_move, "null_move": _null_move, "truncated": _truncated,
-           "no_result": _no_result, "result_mismatch": _result_mismatch,
-           "result_vs_board": _result_vs_board, "non_utf8": _non_utf8,
-           "duplicate_site": _duplicate_site, "duplicate_moves": _duplicate_moves}
+_DAMAGE = {
+    "illegal_move": _illegal_move,
+    "null_move": _null_move,
+    "truncated": _truncated,
+    "no_result": _no_result,
+    "result_mismatch": _result_mismatch,
+    "result_vs_board": _result_vs_board,
+    "non_utf8": _non_utf8,
+    "duplicate_site": _duplicate_site,
+    "duplicate_moves": _duplicate_moves,
+}
 
 
 def cut_mid_comment(game: bytes) -> bytes:

@@ -1,0 +1,152 @@
+"""The evaluate stage's files: metrics.json (a DVC metric), a CSV table per breakdown, CSVs for
+DVC plots (accuracy by rating, by phase), and a one-page Markdown report.
+
+    write_outputs(Path("data/evaluate"), record)   # record: chesscore.eval.evaluate.evaluate(...) + provenance
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from chesscore.eval.evaluate import DIMENSIONS, UNKNOWN
+from chesscore.fileio import atomic_write_json, atomic_write_text, csv_text
+
+TABLE_FILES = {"rating": "by_rating.csv", "time_control": "by_time_control.csv", "phase": "by_phase.csv"}
+PLOT_RATING = "plots/accuracy_by_rating.csv"
+PLOT_PHASE = "plots/accuracy_by_phase.csv"
+
+
+def _csv(rows: list[dict[str, Any]]) -> str:
+    """Every key of any row is a column, in order of first appearance."""
+    columns: list[str] = []
+    for row in rows:
+        columns += [key for key in row if key not in columns]
+    return csv_text([{key: _cell(row.get(key)) for key in columns} for row in rows], columns)
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return "" if value is None else value
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def plot_rows(record: dict[str, Any]) -> tuple[list[dict], list[dict]]:
+    """(accuracy by rating: one row per known rating bucket; by phase: one row per phase and
+    measure, for a horizontal bar chart)."""
+    k = record["config"]["top_k"]
+    rating = [
+        {
+            "rating": int(row["bucket"].split("-")[0]),
+            "top1": row["top1"],
+            f"top{k}": row[f"top{k}"],
+            "positions": row["positions"],
+        }
+        for row in record["breakdowns"]["rating"]
+        if row["bucket"] != UNKNOWN and row["positions"]
+    ]
+    phase = [
+        {"phase": f"{row['bucket']} {label}", "accuracy": row[key]}
+        for row in record["breakdowns"]["phase"]
+        if row["positions"]
+        for label, key in (("top-1", "top1"), (f"top-{k}", f"top{k}"))
+    ]
+    return rating, phase
+
+
+def report_markdown(record: dict[str, Any]) -> str:
+    k = record["config"]["top_k"]
+    free, tf = record["free_running"], record["teacher_forced"]
+    split = record["test_split"]
+    lines = [
+        f"# Evaluation: {record['checkpoint']['path']}",
+        "",
+        f"Model {record['checkpoint']['config_name']} ({record['checkpoint']['parameters']:,} parameters), "
+        f"checkpoint sha256 `{record['checkpoint']['sha256'][:16]}`; dataset {record['dataset']['path']} "
+        f"(fingerprint `{record['dataset']['fingerprint'][:16]}`, checkpoint check: {record['dataset']['check']}). "
+        f"Test split: {split['games_evaluated']} of {split['games_in_split']} games ({split['sample']}), "
+        f"{free['positions']:,} positions.",
+        "",
+        "## Headline",
+        "",
+        "| measure | value |",
+        "|---|---|",
+        f"| move matching top-1 (legal-masked, Maia measure) | {_pct(free['top1'])} |",
+        f"| move matching top-{k} | {_pct(free[f'top{k}'])} |",
+        f"| own greedy move legal (whole move, unmasked) | {_pct(free['move_legal'])} |",
+        f"| ... source legal / destination legal (given own source) / promotion legal (given both) | "
+        f"{_pct(free['source_legal'])} / {_pct(free['destination_legal'])} / {_pct(free['promotion_legal'])} |",
+        f"| teacher-forced NLL per token (nats) | {_num(tf['nll'])} |",
+        "| teacher-forced accuracy: source / destination / promotion / EOS | "
+        + " / ".join(_pct(tf["phase_accuracy"][p]) for p in ("source", "destination", "promotion", "eos"))
+        + " |",
+        f"| teacher-forced triple legality (gold prefix) | {_pct(tf['teacher_forced_triple_legality'])} |",
+        f"| probability on illegal tokens / on reserved tokens | {_num(tf['illegal_probability'], 4)} / "
+        f"{_num(tf['reserved_probability'], 6)} |",
+        "",
+    ]
+    titles = {
+        "phase": "By game phase (ply)",
+        "time_control": "By time-control class",
+        "rating": "By the mover's rating",
+    }
+    for dim in ("phase", "time_control", "rating"):
+        lines += [
+            f"## {titles[dim]}",
+            "",
+            f"| {dim.replace('_', ' ')} | games | positions | top-1 | top-{k} | move legal | source legal | NLL |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for row in record["breakdowns"][dim]:
+            lines.append(
+                f"| {row['bucket']} | {row['games']} | {row['positions']} | {_pct(row['top1'])} | "
+                f"{_pct(row[f'top{k}'])} | {_pct(row['move_legal'])} | {_pct(row['source_legal'])} | "
+                f"{_num(row['nll'])} |"
+            )
+        lines.append("")
+    phases = record["config"]
+    lines += [
+        "## How these are measured",
+        "",
+        f"Top-1/top-{k}: the human's move is the model's most likely / among its {k} most likely legal "
+        "moves, a move's probability being p(source) p(destination | source) p(promotion | both), each "
+        "renormalised over the legal tokens (exact top-k, best-first). Own greedy move: the unmasked "
+        "argmax source, then destination after it, then promotion; a sub-token's rate counts positions "
+        "where the earlier ones were legal. Teacher-forced metrics are training's (chesscore.train.metrics), "
+        "over the raw 128 logits with the gold prefix. Phases by ply: opening 1-"
+        f"{phases['opening_until_ply']}, middlegame {phases['opening_until_ply'] + 1}-"
+        f"{phases['middlegame_until_ply']}, endgame later. Rating: the mover's, in "
+        f"{phases['rating_bin']}-point bins. Tables: by_rating.csv, by_time_control.csv, by_phase.csv.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_outputs(out: Path, record: dict[str, Any]) -> list[Path]:
+    """Every output file, atomically; metrics.json last (its presence marks a finished run)."""
+    written = []
+    for dim in DIMENSIONS:
+        path = out / TABLE_FILES[dim]
+        atomic_write_text(path, _csv(record["breakdowns"][dim]))
+        written.append(path)
+    rating, phase = plot_rows(record)
+    for path, rows, columns in (
+        (out / PLOT_RATING, rating, ["rating", "top1", f"top{record['config']['top_k']}", "positions"]),
+        (out / PLOT_PHASE, phase, ["phase", "accuracy"]),
+    ):
+        atomic_write_text(path, _csv(rows) if rows else ",".join(columns) + "\n")
+        written.append(path)
+    atomic_write_text(out / "report.md", report_markdown(record))
+    written.append(out / "report.md")
+    summary = {key: value for key, value in record.items() if key != "breakdowns"}
+    atomic_write_json(out / "metrics.json", summary)
+    written.append(out / "metrics.json")
+    return written

@@ -1,0 +1,16 @@
+"""Raw PGN in, the dataset out: the validate and convert stages' engines.
+
+    run_validate([Path("data/raw")], Path("data/validated"), ValidateConfig())  # games + rejects
+    run_convert(Path("data/validated"), Path("data/dataset"), ConvertConfig())  # shards + manifest
+
+Modules: `validate` (the rules a game must pass, column-wise and game by game), `rows`
+(accepted games as Arrow rows), `validate_run` (files -> games.arrow, rejects.arrow, inputs.json,
+report.json, with exact accounting), `dedup` (Lichess ids and move sequences already seen),
+`convert` (splits, shards and manifest, with the leakage check).
+"""
+
+from chesscore.ingest.convert import ConvertConfig, LeakageError, run_convert
+from chesscore.ingest.validate import ValidateConfig
+from chesscore.ingest.validate_run import run_validate
+
+__all__ = ["ConvertConfig", "LeakageError", "ValidateConfig", "run_convert", "run_validate"]

@@ -1,0 +1,131 @@
+"""The convert stage's engine: validated games in, content-addressed shards and manifest out.
+
+    manifest = run_convert(Path("data/validated"), Path("data/dataset"), ConvertConfig())
+
+Each game's split is a keyed hash of its game id (so a game keeps its split when more input
+arrives), rows keep their input order within a split, and every `shard_games` rows of a split
+become one shard (chesscore.data.shards). A leakage check counts identical move sequences in two
+splits; it must be zero (validate dedups them), else nothing is written. The output folder is
+built aside and swapped in whole.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from chesscore.data.shards import MANIFEST, SPLITS, build_manifest, filter_rows, move_hashes, write_shard
+from chesscore.data.splits import SplitRule, assign_splits
+from chesscore.failures import BadInput
+from chesscore.fileio import atomic_write_json, replace_dir
+from chesscore.ingest import validate_run
+from chesscore.ingest.dedup import SeenKeys, repeated
+
+
+class LeakageError(BadInput):
+    """The same move sequence landed in two splits."""
+
+
+@dataclass(frozen=True)
+class ConvertConfig:
+    """How games become a dataset; all of it is recorded in the manifest."""
+
+    train: float = 0.90  # fraction of games (by hash of the game id) in each split
+    validation: float = 0.05
+    test: float = 0.05
+    split_key: str = "chesscore-split-v1"  # the hash key: change it to draw a new split
+    shard_games: int = 100_000  # rows per shard (the last shard of a split may be smaller)
+
+    def __post_init__(self) -> None:
+        SplitRule(self.train, self.validation, self.test, self.split_key)  # raises if the fractions are wrong
+        if self.shard_games < 1:
+            raise ValueError("shard_games must be at least 1")
+
+    @property
+    def split_rule(self) -> SplitRule:
+        return SplitRule(self.train, self.validation, self.test, self.split_key)
+
+
+def _count_leaks(seen: SeenKeys, hashes: np.ndarray, splits: np.ndarray) -> int:
+    """Games whose moves were already seen in another split (earlier batches or this one).
+    Keys unseen and unique in the batch (all of them, after validate) are remembered at once;
+    only the others are checked one by one, in order."""
+    earlier = seen.lookup(hashes)
+    suspect = (earlier >= 0) | repeated(hashes)
+    seen.add_new(hashes[~suspect], splits[~suspect])
+    local, leaks = {}, 0
+    for i in np.flatnonzero(suspect).tolist():
+        key, split = int(hashes[i]), int(splits[i])
+        first = int(earlier[i]) if earlier[i] >= 0 else local.get(key, -1)
+        if first >= 0:
+            leaks += first != split
+            continue
+        local[key] = split
+        seen.add(key, split)
+    return leaks
+
+
+def run_convert(
+    validated: Path, out: Path, config: ConvertConfig, workers: int = 1, progress: Callable[[int], None] | None = None
+) -> dict[str, Any]:
+    """Write out/manifest.json and out/shards/*.arrow; return the manifest."""
+    validated, out = Path(validated), Path(out)
+    source = json.loads((validated / validate_run.INPUTS).read_text(encoding="utf-8"))
+    tmp = out.with_name(f".{out.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    pending: dict[int, list[pa.RecordBatch]] = {s: [] for s in range(len(SPLITS))}
+    counts = dict.fromkeys(range(len(SPLITS)), 0)
+    shards: list[Future] = []
+    seen, leaks = SeenKeys(), 0
+    # Read (not memory-map) the validated games: pages of a map stay resident, so RSS would
+    # grow with the input; read batches are freed once split into shards.
+    with ThreadPoolExecutor(max(1, workers)) as pool, pa.OSFile(str(validated / validate_run.GAMES)) as f:
+
+        def flush(split: int, final: bool) -> None:
+            table = pa.Table.from_batches(pending[split]) if pending[split] else None
+            while table is not None and (table.num_rows >= config.shard_games or (final and table.num_rows)):
+                rows = table.slice(0, config.shard_games)
+                shards.append(pool.submit(write_shard, rows, tmp, SPLITS[split]))
+                table = table.slice(rows.num_rows)
+            pending[split] = table.to_batches() if table is not None else []
+            counts[split] = table.num_rows if table is not None else 0
+
+        reader = pa.ipc.open_file(f)
+        for number in range(reader.num_record_batches):
+            batch = reader.get_batch(number)
+            splits = assign_splits(batch["game_id"].to_pylist(), config.split_rule)
+            hashes = move_hashes(batch["tokens"])
+            leaks += _count_leaks(seen, hashes, splits)
+            for split in range(len(SPLITS)):
+                part = filter_rows(batch, splits == split)
+                if part.num_rows:
+                    pending[split].append(part)
+                    counts[split] += part.num_rows
+                    if counts[split] >= config.shard_games:
+                        flush(split, final=False)
+            if progress:
+                progress(batch.num_rows)
+        for split in range(len(SPLITS)):
+            flush(split, final=True)
+        entries = [future.result() for future in shards]
+    if leaks:
+        shutil.rmtree(tmp)
+        raise LeakageError(f"{leaks} games have the same moves as a game in another split")
+    inputs = [
+        {key: entry[key] for key in ("path", "sha256", "bytes", "games_seen", "accepted", "rejected")}
+        for entry in source["inputs"]
+    ]
+    params = {"validate": source["params"], "convert": asdict(config)}
+    manifest = build_manifest(params, inputs, entries, leakage={"cross_split_identical_moves": leaks})
+    atomic_write_json(tmp / MANIFEST, manifest)
+    replace_dir(tmp, out)
+    return manifest

@@ -1,0 +1,263 @@
+"""The validate stage's engine: raw PGN files in, a folder of accepted games and rejects out.
+
+    report = run_validate([Path("data/raw")], Path("data/validated"), ValidateConfig(), workers=4)
+
+    data/validated/games.arrow     accepted games (Arrow IPC file, chesscore.data.shards.SCHEMA), in input order
+    data/validated/rejects.arrow   one row per reject: file, sha256, game index, byte offset, game id,
+                                   reason, detail
+    data/validated/inputs.json     the raw-input manifest: per file sha256, bytes, games seen, accepted,
+                                   rejected by reason, and the validation params
+    data/validated/report.json     the counts (a DVC metric): by reason, by file, file-level errors
+
+The main process reads and splits the files; worker processes parse and judge batches of games;
+results are merged in input order and deduplicated there (first occurrence wins), so the output is
+byte-identical for any number of workers. Everything is written to a temporary folder that replaces
+`out` only after the accounting check (per file: seen == accepted + rejected) has passed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+from collections import Counter, deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import asdict
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from chesscore.data.shards import SCHEMA, RowWriter, filter_rows
+from chesscore.fileio import atomic_write_json, replace_dir, sha256_file
+from chesscore.ingest.dedup import SeenKeys, repeated
+from chesscore.ingest.validate import BatchJob, BatchResult, ValidateConfig, validate_batch
+from chesscore.pgn import inputs as pgn_input
+from chesscore.pgn.split import MAX_GAME_BYTES, split_games
+
+FORMAT = "chesscore-validated/1"
+GAMES, REJECTS, INPUTS, REPORT = "games.arrow", "rejects.arrow", "inputs.json", "report.json"
+REJECT_SCHEMA = pa.schema(
+    [
+        ("source_path", pa.string()),
+        ("source_sha256", pa.string()),
+        ("game_index", pa.int64()),
+        ("byte_offset", pa.int64()),
+        ("game_id", pa.string()),
+        ("reason", pa.string()),
+        ("detail", pa.string()),
+    ]
+)
+_INDEX_BITS = 40  # a dedup tag is (file number << 40) | game index
+
+
+class AccountingError(RuntimeError):
+    """Games seen != accepted + rejected for some input: nothing is written."""
+
+
+def run_validate(
+    raw: list[Path],
+    out: Path,
+    config: ValidateConfig,
+    workers: int = 1,
+    batch_games: int = 4000,
+    max_game_bytes: int = MAX_GAME_BYTES,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Validate every input; return the report (out/report.json).
+    progress(raw_bytes_read, games_seen) is called as the inputs are read."""
+    files = pgn_input.find_inputs(raw)
+    inputs = [
+        {
+            "path": path.as_posix(),
+            "sha256": sha256_file(path),
+            "bytes": path.stat().st_size,
+            "compression": pgn_input.compression(path),
+            "games_seen": 0,
+            "accepted": 0,
+            "rejected": Counter(),
+            "reference_reads": 0,
+        }
+        for path in files
+    ]
+    out = Path(out)
+    tmp = out.with_name(f".{out.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    errors: list[dict[str, Any]] = []
+    items = _work(files, inputs, config, batch_games, max_game_bytes, errors, progress)
+    with RowWriter(tmp / GAMES, SCHEMA) as games_out, RowWriter(tmp / REJECTS, REJECT_SCHEMA) as rejects_out:
+        merge = _Merger(inputs, games_out, rejects_out)
+        for number, result in _ordered(items, workers):
+            merge.add(number, result)
+    for entry in inputs:
+        rejected = sum(entry["rejected"].values())
+        if entry["games_seen"] != entry["accepted"] + rejected:
+            shutil.rmtree(tmp)
+            raise AccountingError(
+                f"{entry['path']}: {entry['games_seen']} games seen but {entry['accepted']} "
+                f"accepted + {rejected} rejected"
+            )
+        entry["rejected"] = dict(sorted(entry["rejected"].items()))
+    atomic_write_json(tmp / INPUTS, {"format": FORMAT, "params": asdict(config), "inputs": inputs})
+    report = _report(inputs, errors)
+    atomic_write_json(tmp / REPORT, report)
+    replace_dir(tmp, out)
+    return report
+
+
+def _work(files, inputs, config, batch_games, max_game_bytes, errors, progress) -> Iterator[tuple[int, Any]]:
+    """(file number, BatchJob or a ready BatchResult) in input order; file-level problems become
+    one reject each (not PGN at all, or unreadable from some byte on), after every game before."""
+    seen = 0
+    for number, path in enumerate(files):
+        entry = inputs[number]
+        blocks = pgn_input.read_blocks(path, on_read=(lambda n: progress(n, seen)) if progress else None)  # noqa: B023 - reads the running count
+        batch, last_end, next_index, failure = [], 0, 0, None
+        try:
+            first = next(blocks, b"")
+            why = pgn_input.sniff(first)
+            if why is not None:
+                errors.append({"path": entry["path"], "error": why})
+                yield number, _file_reject(0, 0, "not_pgn", why)
+                continue
+            for game in split_games(itertools.chain([first], blocks), max_game_bytes):
+                batch.append(game)
+                if len(batch) == batch_games:
+                    seen += len(batch)
+                    yield number, BatchJob(config, entry["path"], entry["sha256"], batch)
+                    batch = []
+                last_end, next_index = game.offset + len(game.data), game.index + 1
+        except pgn_input.InputError as error:
+            failure = error
+        if batch:
+            seen += len(batch)
+            yield number, BatchJob(config, entry["path"], entry["sha256"], batch)
+        if failure is not None:
+            errors.append({"path": entry["path"], "error": str(failure)})
+            detail = f"{failure.message} at byte {failure.offset} of the file; the rest is unread"
+            yield number, _file_reject(next_index, last_end, "unreadable", detail)
+        elif next_index == 0:
+            errors.append({"path": entry["path"], "error": "no games (empty file)"})
+
+
+def _file_reject(index: int, offset: int, reason: str, detail: str) -> BatchResult:
+    empty = pa.RecordBatch.from_pylist([], schema=SCHEMA)
+    return BatchResult(
+        empty, np.zeros(0, np.uint64), np.zeros(0, np.uint64), [(index, offset, None, reason, detail)], seen=1
+    )
+
+
+def _ordered(items: Iterator[tuple[int, Any]], workers: int) -> Iterator[tuple[int, BatchResult]]:
+    """validate_batch over the jobs, in order, at most 2 x workers batches in flight."""
+    if workers <= 1:
+        for number, item in items:
+            yield number, validate_batch(item) if isinstance(item, BatchJob) else item
+        return
+    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+        pending: deque[tuple[int, Future | BatchResult]] = deque()
+        for number, item in items:
+            pending.append((number, pool.submit(validate_batch, item) if isinstance(item, BatchJob) else item))
+            while len(pending) > 2 * workers:
+                yield _resolved(pending.popleft())
+        while pending:
+            yield _resolved(pending.popleft())
+
+
+def _resolved(pair: tuple[int, Future | BatchResult]) -> tuple[int, BatchResult]:
+    number, item = pair
+    return number, item.result() if isinstance(item, Future) else item
+
+
+class _Merger:
+    """Dedup in input order and write each batch's accepted rows and rejects."""
+
+    def __init__(self, inputs: list[dict], games_out, rejects_out) -> None:
+        self.inputs, self.games_out, self.rejects_out = inputs, games_out, rejects_out
+        self.ids, self.moves = SeenKeys(), SeenKeys()
+
+    def add(self, number: int, result: BatchResult) -> None:
+        entry = self.inputs[number]
+        rows, rejects = result.rows, list(result.rejects)
+        keep = np.ones(rows.num_rows, bool)
+        if rows.num_rows:
+            self._dedup(number, rows, result, keep, rejects)
+        if not keep.all():
+            rows = filter_rows(rows, keep)
+        if rows.num_rows:
+            self.games_out.write_batch(rows)
+        if rejects:
+            columns = list(zip(*rejects))
+            self.rejects_out.write_batch(
+                pa.RecordBatch.from_arrays(
+                    [
+                        pa.array([entry["path"]] * len(rejects)),
+                        pa.array([entry["sha256"]] * len(rejects)),
+                        pa.array(columns[0], pa.int64()),
+                        pa.array(columns[1], pa.int64()),
+                        pa.array(columns[2], pa.string()),
+                        pa.array(columns[3]),
+                        pa.array(columns[4]),
+                    ],
+                    schema=REJECT_SCHEMA,
+                )
+            )
+        entry["games_seen"] += result.seen
+        entry["accepted"] += rows.num_rows
+        entry["rejected"].update(reject[3] for reject in rejects)
+        entry["reference_reads"] += result.reference_reads
+
+    def _dedup(self, number: int, rows: pa.RecordBatch, result: BatchResult, keep: np.ndarray, rejects: list) -> None:
+        """In input order, the first occurrence wins. Rows whose keys are unseen and unique in the
+        batch are remembered at once (vectorised); only the others are checked one by one."""
+        ids, moves = result.id_keys, result.move_keys
+        has_id = ids != 0
+        found_ids, found_moves = self.ids.lookup(ids), self.moves.lookup(moves)
+        suspect = (has_id & ((found_ids >= 0) | repeated(ids))) | (found_moves >= 0) | repeated(moves)
+        index = rows["source_index"].to_numpy()
+        tags = (number << _INDEX_BITS) | index
+        clear = ~suspect
+        self.ids.add_new(ids[clear & has_id], tags[clear & has_id])
+        self.moves.add_new(moves[clear], tags[clear])
+        if not suspect.any():
+            return
+        offset, game_ids = rows["source_offset"].to_numpy(), rows["game_id"].to_pylist()
+        local_ids: dict[int, int] = {}
+        local_moves: dict[int, int] = {}
+        for i in np.flatnonzero(suspect).tolist():
+            id_key, move_key = int(ids[i]), int(moves[i])
+            first_id = (found_ids[i] if found_ids[i] >= 0 else local_ids.get(id_key, -1)) if id_key else -1
+            first_moves = found_moves[i] if found_moves[i] >= 0 else local_moves.get(move_key, -1)
+            if first_id >= 0 or first_moves >= 0:
+                keep[i] = False
+                what, tag = ("game id", first_id) if first_id >= 0 else ("moves", first_moves)
+                rejects.append(
+                    (int(index[i]), int(offset[i]), game_ids[i], "duplicate", f"same {what} as {self._where(int(tag))}")
+                )
+                continue
+            if id_key:
+                local_ids[id_key] = int(tags[i])
+                self.ids.add(id_key, int(tags[i]))
+            local_moves[move_key] = int(tags[i])
+            self.moves.add(move_key, int(tags[i]))
+        rejects.sort()
+
+    def _where(self, tag: int) -> str:
+        return f"game {tag & ((1 << _INDEX_BITS) - 1)} of {self.inputs[tag >> _INDEX_BITS]['path']}"
+
+
+def _report(inputs: list[dict], errors: list[dict]) -> dict[str, Any]:
+    by_reason: Counter = Counter()
+    for entry in inputs:
+        by_reason.update(entry["rejected"])
+    return {
+        "games_seen": sum(e["games_seen"] for e in inputs),
+        "accepted": sum(e["accepted"] for e in inputs),
+        "rejected": sum(by_reason.values()),
+        "by_reason": dict(sorted(by_reason.items())),
+        "reference_reads": sum(e["reference_reads"] for e in inputs),
+        "by_file": {e["path"]: {key: e[key] for key in ("games_seen", "accepted", "rejected")} for e in inputs},
+        "file_errors": errors,
+    }

@@ -1,0 +1,7 @@
+"""`python -m chesscore.lineage audit ...`: see chesscore.lineage.audit."""
+
+import sys
+
+from chesscore.lineage.audit import main
+
+sys.exit(main())

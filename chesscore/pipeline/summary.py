@@ -1,0 +1,185 @@
+"""The one-screen summary of the whole pipeline, printed by `make demo` after `dvc repro`.
+
+    python -m chesscore.pipeline.summary              # read what the stages wrote under data/ and print it
+    python -m chesscore.pipeline.summary --json       # the same facts as JSON
+
+It only reads the stages' reports (their paths come from params.yaml) and never fails because
+a stage has not run yet: that stage's line says so. The Prefect flow publishes the same facts
+as its final Markdown artifact (render_markdown).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from chesscore.cli.params import load as load_params
+
+# stage -> (params key of its output folder, default folder, report file in it)
+REPORTS = {
+    "validate": ("out", "data/validated", "report.json"),
+    "convert": ("out", "data/dataset", "manifest.json"),
+    "train": ("output", "data/train", "metrics.json"),
+    "evaluate": ("out", "data/evaluate", "metrics.json"),
+    "arena": ("out", "data/arena", "arena.json"),
+    "selfplay": ("out", "data/selfplay", "stats.json"),
+}
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def folders(root: Path) -> dict[str, str]:
+    """Each stage's output folder, as params.yaml names it (relative to the checkout)."""
+    params = load_params(root / "params.yaml")
+    return {
+        stage: str(((params or {}).get(stage) or {}).get(key) or default)
+        for stage, (key, default, _) in REPORTS.items()
+    }
+
+
+def collect(root: str | Path = ".") -> dict[str, Any]:
+    """The stages' reports as they are on disk (None where a stage has not run), and the paths
+    of the reports a person reads next."""
+    root = Path(root)
+    where = folders(root)
+    facts: dict[str, Any] = {stage: _read(root / where[stage] / REPORTS[stage][2]) for stage in REPORTS}
+    report = Path(where["evaluate"]) / "report.md"
+    facts["report"] = report.as_posix() if (root / report).is_file() else None
+    facts["arena_report"] = (Path(where["arena"]) / "report.md").as_posix()
+    return facts
+
+
+def _pct(value: Any) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def _num(value: Any, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def lines(facts: dict[str, Any]) -> list[tuple[str, str]]:
+    """(stage, one line of its key numbers); "not run yet" where its report is missing."""
+    rows: list[tuple[str, str]] = []
+    v, c, t, e, a, s = (facts.get(stage) for stage in REPORTS)
+    rows.append(
+        (
+            "validate",
+            "not run yet"
+            if v is None
+            else f"{v['games_seen']:,} games seen: {v['accepted']:,} kept, {v['rejected']:,} rejected ("
+            + ", ".join(
+                f"{reason} {n}" for reason, n in sorted(v.get("by_reason", {}).items(), key=lambda item: -item[1])[:4]
+            )
+            + ")",
+        )
+    )
+    rows.append(
+        (
+            "convert",
+            "not run yet"
+            if c is None
+            else ", ".join(f"{split} {c['splits'][split]['games']:,}" for split in ("train", "validation", "test"))
+            + f" games; fingerprint {c['fingerprint'][:12]}",
+        )
+    )
+    if t is None:
+        rows.append(("train", "not run yet"))
+    else:
+        final = t.get("final") or {}
+        rows.append(
+            (
+                "train",
+                f"validation NLL {_num(t.get('initial_validation_nll'))} -> best "
+                f"{_num(t.get('best_validation_nll'))} at step {t.get('best_step')} "
+                f"({t.get('status')}); triple legality {_pct(final.get('triple_legality'))}",
+            )
+        )
+    if e is None:
+        rows.append(("evaluate", "not run yet"))
+    else:
+        free, tf = e["free_running"], e["teacher_forced"]
+        rows.append(
+            (
+                "evaluate",
+                f"test NLL {_num(tf['nll'])}; move accuracy top-1 {_pct(free['top1'])}, "
+                f"top-3 {_pct(free.get('top3'))}; own move legal {_pct(free['move_legal'])} "
+                f"({e['test_split']['games_evaluated']} test games)",
+            )
+        )
+    if s is None:
+        rows.append(("selfplay", "not run yet"))
+    else:
+        rows.append(
+            (
+                "selfplay",
+                f"{s['games']} games (W {s['white_wins']} D {s['draws']} B {s['black_wins']}), "
+                f"mean {_num(s['plies']['mean'], 0)} plies, illegal attempts "
+                f"{_pct(s['illegal_attempt_rate'])}, score vs supervised "
+                f"{_num(s.get('score_vs_reference'), 2)}",
+            )
+        )
+    if a is None:
+        rows.append(("arena", "not run yet"))
+    else:
+        rating = a.get("rating") or {}
+        if rating.get("rating") is not None:
+            estimate = (
+                f"rating {_num(rating['rating'], 0)} [{_num(rating.get('low'), 0)}, "
+                f"{_num(rating.get('high'), 0)}] on the Stockfish anchors"
+            )
+        elif rating.get("high") is not None:  # every anchored game lost: only an upper bound exists
+            estimate = f"rating below {_num(rating['high'], 0)} (95%; lost every game against the Stockfish anchors)"
+        else:
+            estimate = "no rating (no games against the Stockfish anchors)"
+        rows.append(("arena", f"{estimate}; illegal attempts {_pct(a.get('illegal_attempt_rate'))}"))
+        for name, o in a.get("opponents", {}).items():
+            rows.append(("", f"  vs {name}: +{o['wins']} ={o['draws']} -{o['losses']}, score {_num(o['score'], 2)}"))
+    return rows
+
+
+def next_steps(facts: dict[str, Any]) -> list[str]:
+    steps = []
+    if facts.get("report"):
+        steps.append(f"{facts['report']}  (the evaluation report: metrics by rating, time control, phase)")
+    steps += [
+        f"{facts['arena_report']}  (arena games and Elo; games.pgn beside it)",
+        "dvc metrics show; dvc plots show  (every metric; loss and accuracy plots as HTML)",
+        f"python -m chesscore.lineage audit {facts['report'] or 'data/train/best.pt'}  (lineage to the raw dump)",
+        "python -m flows.serve  (the same pipeline nightly, in the Prefect UI; see README)",
+    ]
+    return steps
+
+
+def render_text(facts: dict[str, Any]) -> str:
+    rows = lines(facts)
+    width = max(len(name) for name, _ in rows)
+    body = "\n".join(f"  {name:<{width}}  {text}" for name, text in rows)
+    where = "\n".join(f"  {step}" for step in next_steps(facts))
+    return f"== chess pipeline summary\n{body}\n\nwhere to look next:\n{where}\n"
+
+
+def render_markdown(facts: dict[str, Any]) -> str:
+    rows = "\n".join(f"| {name} | {text.strip()} |" for name, text in lines(facts))
+    return f"| stage | key numbers |\n|---|---|\n{rows}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m chesscore.pipeline.summary", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--root", type=Path, default=Path("."), help="the project checkout")
+    parser.add_argument("--json", action="store_true", help="print the facts as JSON")
+    args = parser.parse_args(argv)
+    facts = collect(args.root)
+    sys.stdout.write(json.dumps(facts, indent=2) + "\n" if args.json else render_text(facts))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+"""Playing games with a model: move choice, how games end, Stockfish, the arena, Elo, UCI.
+
+    players = ModelPlayer(model); moves = choose_moves(...)        # batched, under the legal mask
+    end = termination(board, legal_moves, max_plies)               # checkmate, ..., ply_cap
+    games = play_match(model, opponent, ArenaConfig(games=8))      # vs random, Stockfish, a checkpoint
+    python -m chesscore.play.uci --checkpoint data/train/best.pt   # the model as a UCI engine
+
+Modules: `moves` (sampling and the key/value cache across many games), `endings` (the rules
+that end a game), `engine` (Stockfish over UCI, reproducible handicaps), `arena` (matches and
+their PGN), `elo` (Elo from scores, anchored ratings), `uci` (the engine for GUIs and bots).
+"""
+
+from chesscore.play.arena import ArenaConfig, Opponent, play_match
+from chesscore.play.elo import elo_difference
+from chesscore.play.endings import TERMINATIONS, termination
+from chesscore.play.engine import Stockfish, StockfishMissing, find_stockfish
+from chesscore.play.moves import ModelPlayer, Sampler, choose_moves
+
+__all__ = [
+    "ArenaConfig",
+    "ModelPlayer",
+    "Opponent",
+    "Sampler",
+    "Stockfish",
+    "StockfishMissing",
+    "TERMINATIONS",
+    "choose_moves",
+    "elo_difference",
+    "find_stockfish",
+    "play_match",
+    "termination",
+]

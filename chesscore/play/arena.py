@@ -1,0 +1,346 @@
+"""Matches of a model against Stockfish levels, a random mover and other checkpoints.
+
+    opponents = [Opponent.stockfish(StockfishLevel("sf1350", uci_elo=1350)), Opponent.random()]
+    games = play_match(model, "best.pt", opponents[0], ArenaConfig(games=8), stockfish_path)
+    summary = summarise(games_of_every_match, opponents)  # W/D/L, Elo +- 95%, anchored rating
+
+Games come in pairs, as cutechess-cli's `-repeat`: the same opening, once with each colour.
+The openings are a fixed list of named book lines, shuffled by the seed; every opponent gets
+the same sequence, so their results compare on equal terms. All games of a match run at once
+(`concurrency` per batch): the model (and a checkpoint opponent) choose their moves for every
+game in one batched forward per token (chesscore.play), Stockfish and the random mover answer
+game by game. A game ends by the rules (chesscore.play.endings.termination) or at the ply cap, an
+adjudicated draw. The raw model's illegal attempts are counted: moves where its own unmasked
+choice (the sampler's, under the same noise) would have been illegal.
+
+Games against the random mover and other checkpoints are reproducible from the seed; games
+against a weakened Stockfish are not (it draws its handicap from the clock).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+
+import chess
+import chess.pgn
+import numpy as np
+import torch
+
+from chesscore.fileio import sha256_json
+from chesscore.model import GPT
+from chesscore.play.elo import AnchoredResult, anchored_rating, elo_difference
+from chesscore.play.endings import termination
+from chesscore.play.engine import Stockfish, StockfishLevel
+from chesscore.play.moves import ModelPlayer, Sampler, choose_moves, drop_finished
+from chesscore.tokens import PAD, State, encode_game, encode_move
+
+# Named book lines (UCI). Short, so the model still plays nearly the whole game.
+OPENINGS: tuple[tuple[str, str], ...] = (
+    ("Ruy Lopez", "e2e4 e7e5 g1f3 b8c6 f1b5"),
+    ("Italian Game", "e2e4 e7e5 g1f3 b8c6 f1c4"),
+    ("Scotch Game", "e2e4 e7e5 g1f3 b8c6 d2d4"),
+    ("Petrov Defence", "e2e4 e7e5 g1f3 g8f6"),
+    ("Vienna Game", "e2e4 e7e5 b1c3"),
+    ("King's Gambit", "e2e4 e7e5 f2f4"),
+    ("Sicilian Defence, Open", "e2e4 c7c5 g1f3 d7d6 d2d4"),
+    ("Sicilian Defence, 2...Nc6", "e2e4 c7c5 g1f3 b8c6"),
+    ("French Defence", "e2e4 e7e6 d2d4 d7d5"),
+    ("Caro-Kann Defence", "e2e4 c7c6 d2d4 d7d5"),
+    ("Scandinavian Defence", "e2e4 d7d5 e4d5 d8d5"),
+    ("Pirc Defence", "e2e4 d7d6 d2d4 g8f6 b1c3"),
+    ("Alekhine Defence", "e2e4 g8f6"),
+    ("Queen's Gambit Declined", "d2d4 d7d5 c2c4 e7e6"),
+    ("Queen's Gambit Accepted", "d2d4 d7d5 c2c4 d5c4"),
+    ("Slav Defence", "d2d4 d7d5 c2c4 c7c6"),
+    ("King's Indian Defence", "d2d4 g8f6 c2c4 g7g6 b1c3 f8g7"),
+    ("Nimzo-Indian Defence", "d2d4 g8f6 c2c4 e7e6 b1c3 f8b4"),
+    ("Queen's Indian Defence", "d2d4 g8f6 c2c4 e7e6 g1f3 b7b6"),
+    ("Gruenfeld Defence", "d2d4 g8f6 c2c4 g7g6 b1c3 d7d5"),
+    ("Dutch Defence", "d2d4 f7f5"),
+    ("London System", "d2d4 d7d5 c1f4"),
+    ("English Opening", "c2c4 e7e5"),
+    ("Reti Opening", "g1f3 d7d5 c2c4"),
+)
+RANDOM, STOCKFISH, CHECKPOINT = "random", "stockfish", "checkpoint"
+
+
+def derive_seed(*labels: object) -> int:
+    """A 31-bit seed from labels (the arena seed, an opponent's name, a game number)."""
+    return int(sha256_json([str(label) for label in labels])[:8], 16) & 0x7FFFFFFF
+
+
+@dataclass(frozen=True)
+class ArenaConfig:
+    games: int = 8  # games per opponent; in pairs, one with each colour per opening
+    temperature: float = 0.0  # the model's sampling temperature (0: its most likely move)
+    max_plies: int = 300  # a game still running after this many plies is an adjudicated draw
+    concurrency: int = 32  # games of one match in one batch (memory: rows of the key/value cache)
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.games < 1 or self.concurrency < 1 or self.max_plies < 1:
+            raise ValueError(f"games, concurrency and max_plies must be >= 1: {self}")
+
+
+@dataclass(frozen=True)
+class Opponent:
+    name: str
+    kind: str  # RANDOM, STOCKFISH or CHECKPOINT
+    description: str
+    level: StockfishLevel | None = None
+    model: GPT | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def stockfish(cls, level: StockfishLevel) -> Opponent:
+        return cls(level.name, STOCKFISH, level.describe(), level=level)
+
+    @classmethod
+    def random(cls, name: str = "random") -> Opponent:
+        return cls(name, RANDOM, "uniformly random legal moves")
+
+    @classmethod
+    def checkpoint(cls, name: str, model: GPT, description: str) -> Opponent:
+        return cls(name, CHECKPOINT, description, model=model)
+
+    @property
+    def anchor(self) -> float | None:
+        """The opponent's Elo where it is known (Stockfish levels), else None."""
+        return self.level.anchor if self.level is not None else None
+
+
+@dataclass(frozen=True)
+class ArenaGame:
+    """One finished game, in plain values; `model_white` says which colour the model had."""
+
+    opponent: str
+    round: int  # 1-based within the match
+    opening: str
+    model_white: bool
+    moves: tuple[str, ...]  # UCI, from the start position, the opening included
+    result: str  # "1-0", "0-1", "1/2-1/2"
+    termination: str  # one of chesscore.play.endings.TERMINATIONS
+    model_moves: int
+    illegal_attempts: int  # the model's moves whose unmasked choice was illegal
+    opponent_illegal_attempts: int  # the same for a checkpoint opponent (else 0)
+    stockfish_min_depth: int | None  # shallowest depth Stockfish reported in this game
+
+    @property
+    def model_score(self) -> float:
+        white = {"1-0": 1.0, "0-1": 0.0}.get(self.result, 0.5)
+        return white if self.model_white else 1.0 - white
+
+
+def openings_for(config: ArenaConfig) -> list[tuple[str, str]]:
+    order = np.random.default_rng(derive_seed(config.seed, "openings")).permutation(len(OPENINGS))
+    return [OPENINGS[i] for i in order]
+
+
+@torch.no_grad()
+def play_match(
+    model: GPT,
+    opponent: Opponent,
+    config: ArenaConfig,
+    stockfish_path: str | None = None,
+    on_game: Callable[[ArenaGame], None] | None = None,
+) -> list[ArenaGame]:
+    """config.games games of `model` against `opponent`, `concurrency` at a time."""
+    if opponent.kind == STOCKFISH and stockfish_path is None:
+        raise ValueError(f"opponent {opponent.name!r} is Stockfish: give the path (engine.find_stockfish)")
+    engine = Stockfish(stockfish_path, opponent.level) if opponent.kind == STOCKFISH else None
+    try:
+        games: list[ArenaGame] = []
+        for first in range(0, config.games, config.concurrency):
+            rounds = range(first, min(config.games, first + config.concurrency))
+            games += _play_wave(model, opponent, config, list(rounds), engine, on_game)
+        return games
+    finally:
+        if engine is not None:
+            engine.close()
+
+
+def _play_wave(
+    model: GPT,
+    opponent: Opponent,
+    config: ArenaConfig,
+    rounds: list[int],
+    engine: Stockfish | None,
+    on_game: Callable[[ArenaGame], None] | None,
+) -> list[ArenaGame]:
+    models = [model] + ([opponent.model] if opponent.kind == CHECKPOINT else [])
+    # BOS + 3 tokens per ply + a 3-token scratch feed for rows standing still
+    max_plies = min([config.max_plies] + [(m.config.block_size - 4) // 3 for m in models])
+    book = openings_for(config)
+    n = len(rounds)
+    openings = [book[(r // 2) % len(book)] for r in rounds]
+    model_white = [r % 2 == 0 for r in rounds]
+    states = [State.from_moves(line.split()) for _, line in openings]
+    players = [ModelPlayer(m, n, max_len=4 + 3 * max_plies) for m in models]
+    for player in players:
+        player.prefill([encode_game(line.split())[:-1] for _, line in openings])
+    sampler = Sampler(config.temperature, derive_seed(config.seed, opponent.name, rounds[0]))
+    rngs = [random.Random(derive_seed(config.seed, opponent.name, r)) for r in rounds]
+    illegal = [[0, 0] for _ in rounds]  # per game: model, checkpoint opponent
+    model_moves = [0] * n
+    depths: list[list[int]] = [[] for _ in rounds]
+    finished: dict[int, ArenaGame] = {}
+    live = list(range(n))  # the game of each row of the players' batches
+    while live:
+        model_turn = [states[g].board.turn == (chess.WHITE if model_white[g] else chess.BLACK) for g in live]
+        if opponent.kind == CHECKPOINT or any(model_turn):
+            chosen = [states[g] if opponent.kind == CHECKPOINT or turn else None for g, turn in zip(live, model_turn)]
+            movers = [0 if turn else 1 for turn in model_turn]
+            _, flags = choose_moves(chosen, players, movers, sampler)
+            for g, turn, state, flag in zip(live, model_turn, chosen, flags):
+                if state is not None:
+                    illegal[g][0 if turn else 1] += flag
+                    model_moves[g] += turn
+        if opponent.kind != CHECKPOINT and not all(model_turn):
+            tokens = torch.full((len(live), 3), PAD, dtype=torch.long)
+            for row, (g, turn) in enumerate(zip(live, model_turn)):
+                if turn:
+                    continue
+                board = states[g].board
+                if engine is not None:
+                    move, depth = engine.play(board, game=(opponent.name, rounds[g]))
+                    if depth is not None:
+                        depths[g].append(depth)
+                else:
+                    move = rngs[g].choice(states[g].legal_moves())
+                tokens[row] = torch.tensor(encode_move(move))
+                for token in tokens[row]:
+                    states[g].feed(int(token))
+            external = torch.tensor([not turn for turn in model_turn])
+            players[0].feed(tokens, external)
+        for g in live:
+            end = termination(states[g].board, states[g].legal_moves(), max_plies)
+            if end is not None:
+                finished[g] = ArenaGame(
+                    opponent=opponent.name,
+                    round=rounds[g] + 1,
+                    opening=openings[g][0],
+                    model_white=model_white[g],
+                    moves=tuple(m.uci() for m in states[g].board.move_stack),
+                    result=end[0],
+                    termination=end[1],
+                    model_moves=model_moves[g],
+                    illegal_attempts=illegal[g][0],
+                    opponent_illegal_attempts=illegal[g][1],
+                    stockfish_min_depth=min(depths[g]) if depths[g] else None,
+                )
+                if on_game is not None:
+                    on_game(finished[g])
+        live = drop_finished(live, finished, players)
+    return [finished[g] for g in range(n)]
+
+
+def match_summary(opponent: Opponent, games: Sequence[ArenaGame]) -> dict:
+    """W/D/L from the model's view, Elo difference +- 95%, and what else a reader checks."""
+    scores = [g.model_score for g in games]
+    wins, draws, losses = scores.count(1.0), scores.count(0.5), scores.count(0.0)
+    estimate = elo_difference(wins, draws, losses)
+    by_colour = {}
+    for colour, white in (("as_white", True), ("as_black", False)):
+        mine = [g.model_score for g in games if g.model_white == white]
+        by_colour[colour] = {"wins": mine.count(1.0), "draws": mine.count(0.5), "losses": mine.count(0.0)}
+    model_moves = sum(g.model_moves for g in games)
+    illegal = sum(g.illegal_attempts for g in games)
+    depths = [g.stockfish_min_depth for g in games if g.stockfish_min_depth is not None]
+    return {
+        "name": opponent.name,
+        "kind": opponent.kind,
+        "description": opponent.description,
+        "anchor_elo": opponent.anchor,
+        **estimate.to_dict(),
+        **by_colour,
+        "terminations": dict(sorted(Counter(g.termination for g in games).items())),
+        "mean_plies": sum(len(g.moves) for g in games) / len(games),
+        "model_moves": model_moves,
+        "illegal_attempts": illegal,
+        "illegal_attempt_rate": illegal / model_moves if model_moves else None,
+        "opponent_illegal_attempts": sum(g.opponent_illegal_attempts for g in games),
+        "stockfish_min_depth": min(depths) if depths else None,
+    }
+
+
+def summarise(matches: Sequence[tuple[Opponent, Sequence[ArenaGame]]]) -> dict:
+    """Per-opponent summaries, and the rating anchored on the Stockfish levels."""
+    per_opponent = [match_summary(opponent, games) for opponent, games in matches]
+    anchored = [
+        AnchoredResult(s["anchor_elo"], s["wins"], s["draws"], s["losses"])
+        for s in per_opponent
+        if s["anchor_elo"] is not None
+    ]
+    overall = None
+    if anchored:
+        overall = anchored_rating(anchored).to_dict()
+        overall["anchors"] = {s["name"]: s["anchor_elo"] for s in per_opponent if s["anchor_elo"] is not None}
+        overall["scale"] = (
+            "CCRL 40/4 Elo, as Stockfish 15.1 calibrates UCI_Elo and Skill Level (see chesscore.play.elo)"
+        )
+    games = [g for _, gs in matches for g in gs]
+    model_moves = sum(g.model_moves for g in games)
+    illegal = sum(g.illegal_attempts for g in games)
+    return {
+        "opponents": per_opponent,
+        "rating": overall,
+        "games": len(games),
+        "model_moves": model_moves,
+        "illegal_attempts": illegal,
+        "illegal_attempt_rate": illegal / model_moves if model_moves else None,
+    }
+
+
+PGN_TERMINATION = {"ply_cap": "adjudication"}  # PGN's Termination tag; the rules end "normal"
+
+
+def to_pgn(game: ArenaGame, model_name: str, opponent: Opponent, event: str) -> chess.pgn.Game:
+    pgn = chess.pgn.Game()
+    white, black = (model_name, opponent.description) if game.model_white else (opponent.description, model_name)
+    pgn.headers.update(
+        {
+            "Event": event,
+            "Site": "chesscore arena",
+            "Date": "????.??.??",
+            "Round": str(game.round),
+            "White": white,
+            "Black": black,
+            "Result": game.result,
+        }
+    )
+    if opponent.anchor is not None:
+        pgn.headers["BlackElo" if game.model_white else "WhiteElo"] = str(round(opponent.anchor))
+    pgn.headers["Opening"] = game.opening
+    pgn.headers["PlyCount"] = str(len(game.moves))
+    pgn.headers["Termination"] = PGN_TERMINATION.get(game.termination, "normal")
+    model_side = "White" if game.model_white else "Black"
+    pgn.headers[f"{model_side}IllegalAttempts"] = str(game.illegal_attempts)
+    if opponent.kind == CHECKPOINT:
+        pgn.headers[f"{'Black' if game.model_white else 'White'}IllegalAttempts"] = str(game.opponent_illegal_attempts)
+    node = pgn.add_line([chess.Move.from_uci(m) for m in game.moves])
+    node.comment = game.termination.replace("_", " ")
+    return pgn
+
+
+def pgn_text(matches: Sequence[tuple[Opponent, Sequence[ArenaGame]]], model_name: str) -> str:
+    texts = [
+        str(to_pgn(game, model_name, opponent, f"chesscore arena: {model_name} vs {opponent.name}"))
+        for opponent, games in matches
+        for game in games
+    ]
+    return "\n\n".join(texts) + "\n"
+
+
+def game_rows(matches: Sequence[tuple[Opponent, Sequence[ArenaGame]]]) -> list[dict]:
+    """One flat row per game (for games.csv)."""
+    rows = []
+    for _, games in matches:
+        for game in games:
+            row = asdict(game)
+            row["moves"] = " ".join(game.moves)
+            row["plies"] = len(game.moves)
+            row["model_score"] = game.model_score
+            rows.append(row)
+    return rows

@@ -1,0 +1,334 @@
+"""The model as a UCI chess engine, for any chess GUI (cutechess, Arena, lichess-bot, ...).
+
+    python -m chesscore.play.uci --checkpoint data/train/best.pt [--device cpu] [--temperature 0]
+
+Register that command line as a UCI engine in the GUI. The engine plays the model's own move
+(one forward per token, no search) under the legal mask, so it never plays an illegal move.
+A position is played through the model by replaying its move list from the start; moves the
+GUI adds to the previous position are fed incrementally (the key/value cache is kept).
+
+Options: Temperature (0 = the model's most likely move, 1 = sample its distribution), Seed
+(the sampler restarts from it at every `ucinewgame`), Threads (torch CPU threads, default 1).
+
+What the model cannot see is answered with an `info string` and a legal fallback move (a
+mate in one, else the most valuable capture, else a seeded random move): a FEN that is not
+the start position (the model only knows games from the start), a game longer than the
+model's context. A move in `position` that is illegal ends the move list there (as
+Stockfish does); a bad FEN leaves no position, and `go` then answers `bestmove 0000`.
+Unknown or malformed lines are reported with `info string` and otherwise ignored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+from typing import TextIO
+
+import chess
+import numpy as np
+import torch
+
+from chesscore.checkpoint import CheckpointError, load_model
+from chesscore.model import GPT
+from chesscore.play.moves import ModelPlayer, Sampler
+from chesscore.tokens import TOKEN_PROMOTION, VOCAB_SIZE, encode_game, encode_move
+
+PIECE_VALUE = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9, chess.KING: 0}
+GO_INT_ARGS = {"wtime", "btime", "winc", "binc", "movestogo", "depth", "nodes", "mate", "movetime"}
+
+
+def fallback_move(board: chess.Board, rng: random.Random) -> chess.Move | None:
+    """A legal move chosen without the model: mate in one, else the capture of the most
+    valuable piece, else a random move. None when there is no legal move."""
+    moves = list(board.legal_moves)
+    if not moves:
+        return None
+    for move in moves:
+        board.push(move)
+        mate = board.is_checkmate()
+        board.pop()
+        if mate:
+            return move
+    captures = [m for m in moves if board.is_capture(m)]
+    if captures:
+
+        def gain(m: chess.Move) -> int:
+            victim = board.piece_type_at(m.to_square) or chess.PAWN  # en passant
+            return 10 * PIECE_VALUE[victim] - PIECE_VALUE[board.piece_type_at(m.from_square)]
+
+        return max(captures, key=gain)
+    return rng.choice(moves)
+
+
+def is_start_position(board: chess.Board) -> bool:
+    """The standard start (move counters aside): the only root the model knows."""
+    start = chess.Board()
+    return (
+        board.board_fen() == start.board_fen()
+        and board.turn == start.turn
+        and board.castling_rights == start.castling_rights
+        and board.ep_square is None
+    )
+
+
+def step_mask(moves: list[chess.Move], prefix: list[int]) -> np.ndarray:
+    """Tokens that continue `prefix` (0, 1 or 2 tokens of a move) towards one of `moves`."""
+    mask = np.zeros(VOCAB_SIZE, dtype=bool)
+    for move in moves:
+        triple = encode_move(move)
+        if list(triple[: len(prefix)]) == prefix:
+            mask[triple[len(prefix)]] = True
+    return mask
+
+
+class UCIEngine:
+    """The UCI protocol around a model; `handle(line)` answers one command line."""
+
+    def __init__(
+        self, model: GPT, name: str, out: TextIO = sys.stdout, temperature: float = 0.0, seed: int = 0
+    ) -> None:
+        self.model, self.name, self.out = model, name, out
+        self.temperature, self.seed = temperature, seed
+        self.context_plies = (model.config.block_size - 1) // 3 - 1  # room to spell one more move
+        self.player = ModelPlayer(model, 1)
+        self.fed: list[chess.Move] = []  # moves the player's cache holds, from the start
+        self.board: chess.Board | None = chess.Board()
+        self.reachable = True
+        self.pending: str | None = None  # bestmove held back during `go infinite` / `go ponder`
+        self.new_game()
+
+    def send(self, line: str) -> None:
+        self.out.write(line + "\n")
+        self.out.flush()
+
+    def info(self, text: str) -> None:
+        self.send(f"info string {text}")
+
+    def new_game(self) -> None:
+        self.sampler = Sampler(self.temperature, self.seed)
+        self.rng = random.Random(self.seed)
+
+    # -- commands ---------------------------------------------------------------------------
+
+    def handle(self, line: str) -> bool:
+        """Answer one line; False after `quit`."""
+        words = line.split()
+        if not words:
+            return True
+        command, args = words[0], words[1:]
+        try:
+            if command == "quit":
+                return False
+            handler = getattr(self, f"cmd_{command}", None)
+            if handler is None:
+                self.info(f"unknown command: {line.strip()[:200]}")
+            else:
+                handler(args)
+        except Exception as error:  # a GUI must never see the engine die
+            self.info(f"error in '{line.strip()[:200]}': {type(error).__name__}: {error}")
+        return True
+
+    def cmd_uci(self, args: list[str]) -> None:
+        self.send(f"id name {self.name}")
+        self.send("id author chesscore")
+        self.send(f"option name Temperature type string default {self.temperature:g}")
+        self.send(f"option name Seed type spin default {self.seed} min 0 max 2147483647")
+        self.send(f"option name Threads type spin default {torch.get_num_threads()} min 1 max 512")
+        self.send("uciok")
+
+    def cmd_isready(self, args: list[str]) -> None:
+        self.send("readyok")
+
+    def cmd_debug(self, args: list[str]) -> None:
+        pass
+
+    def cmd_ucinewgame(self, args: list[str]) -> None:
+        self.pending = None
+        self.new_game()
+
+    def cmd_setoption(self, args: list[str]) -> None:
+        text = " ".join(args)
+        if not text.startswith("name ") or " value " not in text:
+            raise ValueError("expected: setoption name <name> value <value>")
+        name, value = text[len("name ") :].split(" value ", 1)
+        name, value = name.strip().lower(), value.strip()
+        if name == "temperature":
+            temperature = float(value)
+            if not temperature >= 0:
+                raise ValueError(f"Temperature {value} must be a number >= 0")
+            self.temperature = temperature
+        elif name == "seed":
+            self.seed = int(value)
+        elif name == "threads":
+            torch.set_num_threads(max(1, int(value)))
+        else:
+            raise ValueError(f"no option named {name!r}")
+        self.new_game()
+
+    def cmd_position(self, args: list[str]) -> None:
+        self.board, self.reachable = None, False
+        if args[:1] == ["startpos"]:
+            board, rest = chess.Board(), args[1:]
+        elif args[:1] == ["fen"]:
+            end = args.index("moves") if "moves" in args else len(args)
+            fen = " ".join(args[1:end])
+            try:
+                board = chess.Board(fen)
+            except ValueError as error:
+                raise ValueError(f"bad FEN {fen!r}: {error}") from None
+            if board.status() != chess.STATUS_VALID:
+                raise ValueError(f"FEN {fen!r} is not a valid position ({board.status()!r})")
+            rest = args[end:]
+        else:
+            raise ValueError("expected: position startpos|fen <fen> [moves ...]")
+        if rest and rest[0] != "moves":
+            raise ValueError(f"expected 'moves', got {rest[0]!r}")
+        reachable = is_start_position(board)
+        board = chess.Board(board.fen()) if reachable else board  # a root of its own
+        for uci in rest[1:]:
+            try:
+                board.push(board.parse_uci(uci))
+            except ValueError:
+                self.info(f"illegal move {uci} in {board.fen()}: the move list ends before it")
+                break
+        if not reachable:
+            self.info(
+                "this FEN is not the start position: the model only knows games from the "
+                "start, so its moves here are fallback moves"
+            )
+        self.board, self.reachable = board, reachable
+
+    def cmd_go(self, args: list[str]) -> None:
+        limits, searchmoves, waiting = {}, [], False
+        words = iter(args)
+        for word in words:
+            if word in GO_INT_ARGS:
+                value = next(words, "")
+                try:
+                    limits[word] = int(value)
+                except ValueError:
+                    self.info(f"go: {word} needs a number, got {value!r}")
+            elif word in ("infinite", "ponder"):
+                waiting = True
+            elif word == "searchmoves":
+                searchmoves = list(words)
+            else:
+                self.info(f"go: ignored {word!r}")
+        started = time.perf_counter()
+        move = self.choose(searchmoves)
+        elapsed_ms = int((time.perf_counter() - started) * 1000)
+        bestmove = f"bestmove {move.uci() if move else '0000'}"
+        if move is not None:
+            self.send(f"info depth 1 seldepth 1 nodes 1 time {elapsed_ms} pv {move.uci()}")
+        if waiting:
+            self.pending = bestmove  # UCI: no bestmove before `stop` / `ponderhit`
+        else:
+            self.send(bestmove)
+
+    def cmd_stop(self, args: list[str]) -> None:
+        if self.pending is not None:
+            self.send(self.pending)
+            self.pending = None
+
+    cmd_ponderhit = cmd_stop
+
+    def cmd_register(self, args: list[str]) -> None:
+        pass
+
+    # -- choosing a move ----------------------------------------------------------------------
+
+    def choose(self, searchmoves: list[str]) -> chess.Move | None:
+        board = self.board
+        if board is None:
+            self.info("no valid position: send `position startpos` or a valid FEN first")
+            return None
+        legal = list(board.legal_moves)
+        allowed = [m for m in legal if m.uci() in set(searchmoves)] if searchmoves else legal
+        if searchmoves and not allowed:
+            self.info("go searchmoves: none of those moves is legal here; searching all moves")
+            allowed = legal
+        if not allowed:
+            return None
+        if not self.reachable:
+            return self._fallback(board, allowed)
+        if len(board.move_stack) > self.context_plies:
+            self.info(f"the game is longer than the model's context ({self.context_plies} plies): fallback move")
+            return self._fallback(board, allowed)
+        self._catch_up(board.move_stack)
+        move, illegal = self._model_move(allowed)
+        if illegal:
+            self.info("the model's unmasked choice was illegal; the legal mask corrected it")
+        if move not in board.legal_moves:  # cannot happen under the mask; never send one anyway
+            self.info(f"model move {move.uci()} is not legal here: fallback move")
+            return self._fallback(board, allowed)
+        return move
+
+    def _fallback(self, board: chess.Board, allowed: list[chess.Move]) -> chess.Move:
+        move = fallback_move(board, self.rng)
+        return move if move in allowed else self.rng.choice(allowed)
+
+    def _catch_up(self, moves: list[chess.Move]) -> None:
+        """Make the player's cache hold exactly `moves`: feed what was added, or restart."""
+        if self.fed == moves[: len(self.fed)]:
+            for move in moves[len(self.fed) :]:
+                self.player.feed_move(move, 0)
+        else:
+            self.player.prefill([encode_game(moves)[:-1]])
+        self.fed = list(moves)
+
+    def _model_move(self, allowed: list[chess.Move]) -> tuple[chess.Move, bool]:
+        prefix: list[int] = []
+        illegal = False
+        for _ in range(3):  # source, destination, promotion
+            mask = torch.from_numpy(step_mask(allowed, prefix))[None]
+            chosen, was_illegal = self.sampler.pick(self.player.logits, mask)
+            token = int(chosen[0])
+            illegal |= bool(was_illegal[0])
+            prefix.append(token)
+            self.player.feed(torch.tensor([[token]]))
+        source, destination, promotion = prefix
+        move = chess.Move(source, destination, TOKEN_PROMOTION[promotion])
+        self.fed.append(move)
+        return move, illegal
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m chesscore.play.uci",
+        description=__doc__.split("\n\n")[0],
+        epilog="Register this command line as a UCI engine in a chess GUI.",
+    )
+    parser.add_argument("--checkpoint", required=True, type=Path, help="a chesscore checkpoint (.pt)")
+    parser.add_argument("--device", default="cpu", help="torch device (cpu, cuda, ...); default cpu")
+    parser.add_argument("--temperature", type=float, default=0.0, help="0 = most likely move (default)")
+    parser.add_argument("--seed", type=int, default=0, help="sampler seed (default 0)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch CPU threads (default 1: a move is a few tiny forwards, and more "
+        "threads than free cores slow them down badly)",
+    )
+    args = parser.parse_args(argv)
+    torch.set_num_threads(max(1, args.threads))
+    try:
+        model, payload = load_model(args.checkpoint, args.device)
+    except CheckpointError as error:
+        print(f"chesscore.play.uci: {error}", file=sys.stderr)
+        return 2
+    config = payload["config"]
+    name = (
+        f"chesscore {args.checkpoint.name} ({config['n_layer']}x{config['n_embd']}, {model.num_parameters():,} params)"
+    )
+    engine = UCIEngine(model, name, sys.stdout, args.temperature, args.seed)
+    for line in sys.stdin:
+        if not engine.handle(line):
+            break
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

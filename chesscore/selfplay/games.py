@@ -1,0 +1,165 @@
+"""Self-play: many games at once between a model and an opponent (another model, or itself).
+
+One batched forward per token for all live games, with the key/value cache (chesscore.play.moves);
+finished games are dropped from the batch. A game ends by the rules of chess (checkmate,
+stalemate, threefold repetition, fifty-move rule, insufficient material) or at the ply cap,
+which is an adjudicated draw recorded as termination "ply_cap".
+
+    model, _ = load_model("data/train/best.pt")
+    records, stats = play_games(model, None, SelfPlayConfig(games=64, seed=1))  # None: itself
+
+A GameRecord holds only plain Python values, so it pickles cheaply between processes.
+For many processes or machines see chesscore.selfplay.parallel.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+import chess
+
+from chesscore.model import GPT
+from chesscore.play.endings import TERMINATIONS, termination
+from chesscore.play.moves import ModelPlayer, Sampler, choose_moves, drop_finished
+from chesscore.tokens import State
+
+MODEL, OPPONENT = "model", "opponent"
+
+
+@dataclass(frozen=True)
+class SelfPlayConfig:
+    games: int = 64  # games played at once (one batch)
+    temperature: float = 1.0  # sampling temperature under the legal mask; 0 is greedy
+    max_plies: int = 200  # ply cap: a game still running after this many plies is a draw
+    seed: int = 0  # seeds the sampler; the same seed gives the same games
+
+    def __post_init__(self) -> None:
+        if self.games < 1:
+            raise ValueError(f"games must be >= 1, got {self.games}")
+        if self.max_plies < 1:
+            raise ValueError(f"max_plies must be >= 1, got {self.max_plies}")
+
+
+@dataclass(frozen=True)
+class GameRecord:
+    """One finished game, in plain values. white/black say who played that colour."""
+
+    moves: tuple[str, ...]  # UCI
+    result: str  # "1-0", "0-1" or "1/2-1/2"
+    termination: str  # one of TERMINATIONS
+    plies: int
+    white: str  # MODEL or OPPONENT
+    black: str
+    illegal_white: int  # moves where white's unmasked sample would have been illegal
+    illegal_black: int
+    seed: int  # the sampler seed of the batch it was played in
+    index: int  # its place in that batch
+
+    @property
+    def illegal_attempts(self) -> int:
+        """Moves of the game where the mover's unmasked sample would have been illegal."""
+        return self.illegal_white + self.illegal_black
+
+    def score(self, side: str) -> float | None:
+        """1, 0.5 or 0 for the player `side` (from white's view if it played both colours)."""
+        if side not in (self.white, self.black):
+            return None
+        white_score = {"1-0": 1.0, "0-1": 0.0}.get(self.result, 0.5)
+        return white_score if self.white == side else 1.0 - white_score
+
+
+def play_games(model: GPT, opponent: GPT | None, cfg: SelfPlayConfig) -> tuple[list[GameRecord], dict]:
+    """Play cfg.games games; against a separate opponent the model is white in even-numbered
+    games and black in odd ones. Returns the records (in game order) and their stats."""
+    started = time.perf_counter()
+    n = cfg.games
+    max_len = 2 + 3 * cfg.max_plies  # BOS + moves + one scratch slot for inactive rows
+    if max_len > model.config.block_size:
+        raise ValueError(
+            f"max_plies {cfg.max_plies} needs {max_len} positions; the model has {model.config.block_size}"
+        )
+    separate = opponent is not None and opponent is not model
+    players = [ModelPlayer(model, n, max_len)]
+    if separate:
+        players.append(ModelPlayer(opponent, n, max_len))
+    model_is_white = [not separate or g % 2 == 0 for g in range(n)]
+    states = [State.from_moves([]) for _ in range(n)]
+    illegal = [[0, 0] for _ in range(n)]  # per game: white, black
+    ends: dict[int, tuple[str, str]] = {}
+    sampler = Sampler(cfg.temperature, cfg.seed)
+    live = list(range(n))  # the game held in each row of the players' batches
+    while live:
+        white_to_move = [states[g].board.turn == chess.WHITE for g in live]
+        movers = [int(separate and w != model_is_white[g]) for g, w in zip(live, white_to_move)]
+        _, flags = choose_moves([states[g] for g in live], players, movers, sampler)
+        for g, white, flag in zip(live, white_to_move, flags):
+            illegal[g][0 if white else 1] += flag
+            end = termination(states[g].board, states[g].legal_moves(), cfg.max_plies)
+            if end is not None:
+                ends[g] = end
+        live = drop_finished(live, ends, players)
+    records = []
+    for g in range(n):
+        white, black = (MODEL, OPPONENT if separate else MODEL) if model_is_white[g] else (OPPONENT, MODEL)
+        moves = tuple(move.uci() for move in states[g].board.move_stack)
+        records.append(
+            GameRecord(
+                moves=moves,
+                result=ends[g][0],
+                termination=ends[g][1],
+                plies=len(moves),
+                white=white,
+                black=black,
+                illegal_white=illegal[g][0],
+                illegal_black=illegal[g][1],
+                seed=cfg.seed,
+                index=g,
+            )
+        )
+    return records, summarise(records, time.perf_counter() - started)
+
+
+def summarise(records: list[GameRecord], seconds: float) -> dict:
+    """W/D/L (by colour, and for the model where it met an opponent), terminations, plies,
+    the model's illegal-attempt rate, and throughput. Only `seconds` and `moves_per_second`
+    depend on the machine."""
+    results = Counter(r.result for r in records)
+    plies = [r.plies for r in records]
+    model_moves = sum(_moves_of(r, MODEL) for r in records)
+    model_illegal = sum(r.illegal_white * (r.white == MODEL) + r.illegal_black * (r.black == MODEL) for r in records)
+    stats = {
+        "games": len(records),
+        "white_wins": results["1-0"],
+        "draws": results["1/2-1/2"],
+        "black_wins": results["0-1"],
+        "terminations": {name: sum(r.termination == name for r in records) for name in TERMINATIONS},
+        "plies": {
+            "total": sum(plies),
+            "mean": sum(plies) / max(1, len(plies)),
+            "min": min(plies, default=0),
+            "max": max(plies, default=0),
+        },
+        "model_moves": model_moves,
+        "illegal_attempts": model_illegal,
+        "illegal_attempt_rate": model_illegal / max(1, model_moves),
+        "seconds": seconds,
+        "moves_per_second": sum(plies) / seconds if seconds > 0 else 0.0,
+    }
+    versus = [r for r in records if OPPONENT in (r.white, r.black)]
+    if versus:
+        scores = [r.score(MODEL) for r in versus]
+        stats["model"] = {
+            "wins": scores.count(1.0),
+            "draws": scores.count(0.5),
+            "losses": scores.count(0.0),
+            "score": sum(scores) / len(scores),
+        }
+    return stats
+
+
+def _moves_of(record: GameRecord, side: str) -> int:
+    """How many of the game's plies `side` played (white plays the odd-numbered ones)."""
+    white_plies = (record.plies + 1) // 2
+    return white_plies * (record.white == side) + (record.plies - white_plies) * (record.black == side)

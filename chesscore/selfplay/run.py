@@ -1,0 +1,278 @@
+"""The selfplay stage's engine: iterations of self-play and a policy-gradient update, the win
+rate against the frozen supervised model after each, a checkpoint with identity and resume.
+
+    summary = run_selfplay(Path("data/train/best.pt"), Path("data/selfplay"), RunConfig(iterations=3),
+                           Execution(workers=2))
+
+Iteration k: play cfg.games games against the opponent (the model itself by default) in
+shards, update the model from its own moves (chesscore.selfplay.rl), then play cfg.eval_games games
+against the frozen supervised model and record W/D/L, score and Elo difference. After every
+iteration out/rl.pt is written: the model, the optimizer, the history and every game so far
+(as canonical JSON text), plus the identity (checkpoint played from, config, code, tokenizer). A rerun resumes from it
+when its identity matches, as training does; `iterations` is not part of the identity, so a
+finished run can be extended. Seeds derive from (seed, "play"|"eval", k): the games, the
+checkpoint and the dataset are the same bytes whatever the worker count or backend.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from chesscore import checkpoint, tokens
+from chesscore.fileio import atomic_write_json, atomic_write_text, canonical_json, code_sha256, sha256_file, sha256_json
+from chesscore.model import GPT
+from chesscore.play.arena import derive_seed
+from chesscore.play.elo import elo_difference
+from chesscore.selfplay.export import PlayedGame, write_games
+from chesscore.selfplay.games import GameRecord, SelfPlayConfig, summarise
+from chesscore.selfplay.parallel import SelfPlayPool
+from chesscore.selfplay.rl import PGConfig, policy_gradient_step
+from chesscore.train.config import identity_diff
+from chesscore.train.state import ResumeRefused, check_identity
+
+CHECKPOINT = "rl.pt"
+STATS = "stats.json"
+PLOT = "plots/iterations.csv"  # a DVC plot
+LIBRARY = Path(__file__).resolve().parents[1]  # chesscore/
+# The code the games and the update depend on (folders: every file in them).
+CODE = (LIBRARY / "tokens.py", LIBRARY / "model.py", LIBRARY / "play", LIBRARY / "selfplay")
+# How fast and where the games were played: kept out of the checkpoint, whose bytes must not
+# depend on the machine or the worker count.
+MACHINE_KEYS = ("seconds", "moves_per_second", "workers", "threads_per_worker", "backend")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    iterations: int = 2  # play + update rounds (not in the identity: a run can be extended)
+    games: int = 64  # self-play games per iteration
+    opponent: str = "self"  # "self", or the path of a checkpoint the model plays against
+    temperature: float = 1.0  # sampling temperature of the self-play games (and of the policy)
+    max_plies: int = 150  # ply cap: an adjudicated draw
+    shard_games: int = 32  # games per shard (one seed each); the output depends on it
+    lr: float = 1e-5  # AdamW, no weight decay: the KL term keeps the weights near the reference
+    kl_coef: float = 0.1
+    batch_games: int = 16  # sides per forward/backward of the update
+    grad_clip: float = 1.0
+    eval_games: int = 32  # games against the frozen supervised model after each update (0: none)
+    eval_temperature: float = 1.0  # > 0, or every evaluation game with one colour is the same
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.iterations < 0 or self.games < 1 or self.shard_games < 1 or self.eval_games < 0:
+            raise ValueError(f"need iterations >= 0, games >= 1, shard_games >= 1, eval_games >= 0: {self}")
+        if self.temperature <= 0 or (self.eval_games and self.eval_temperature <= 0):
+            raise ValueError("the policy gradient and the evaluation need temperatures > 0")
+
+    def identity_part(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if k != "iterations"}
+
+
+@dataclass(frozen=True)
+class Execution:
+    """How the games are played: changes the speed, never the output."""
+
+    workers: int = 2  # worker processes (0: in this process)
+    threads_per_worker: int = 1
+    backend: str = "process"  # or "ray"
+    device: str = "cpu"  # of the update, and of the games when workers == 0 (workers play on CPU)
+    progress: bool = False
+
+
+def run_identity(cfg: RunConfig, checkpoint_path: Path, supervised: dict[str, Any]) -> dict[str, Any]:
+    opponent = cfg.opponent if cfg.opponent == "self" else {"sha256": sha256_file(cfg.opponent)}
+    return {
+        "kind": "chesscore-selfplay-rl/1",
+        "tokenizer": {"version": tokens.VERSION, "sha256": tokens.tokenizer_sha256()},
+        "model": supervised["config"],
+        "reference": {"sha256": sha256_file(checkpoint_path), "identity": supervised.get("identity")},
+        "opponent": opponent,
+        "config": cfg.identity_part(),
+        "code": code_sha256(CODE),
+        "torch": str(torch.__version__),
+    }
+
+
+def _load_state(
+    path: Path, identity: dict[str, Any], resume: str, iterations: int, log: Callable[[str], None]
+) -> dict | None:
+    """The saved run to continue from, or None to start afresh (resume: auto | none | PATH).
+    auto starts afresh where PATH is refused: another identity, or more iterations done than
+    asked for (a run cannot be shortened after the fact)."""
+    if resume == "none":
+        return None
+    source = path if resume == "auto" else Path(resume)
+    if resume == "auto" and not source.is_file():
+        return None
+    saved = checkpoint.load(source)
+    differ = identity_diff(saved.get("identity", {}), identity)
+    done = len(json.loads(saved.get("history_json", "[]")))
+    if resume == "auto" and (differ or done > iterations):
+        why = f"identity differs ({', '.join(differ[:4])})" if differ else f"{done} iterations done, {iterations} asked"
+        log(f"{source}: {why}; starting afresh")
+        return None
+    check_identity(source, saved.get("identity", {}), identity)
+    if done > iterations:
+        raise ResumeRefused(f"{source}: {done} iterations done, only {iterations} asked for")
+    return saved
+
+
+def _unshared(value: Any) -> Any:
+    """The same value built of fresh objects (tensors kept). Pickle writes an object it has
+    already written as a back-reference, so equal payloads whose strings are shared
+    differently (a resumed optimizer's keys come from the unpickler) would differ in bytes."""
+    if isinstance(value, dict):
+        return {_unshared(key): _unshared(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_unshared(item) for item in value)
+    if isinstance(value, str):
+        return value.encode().decode()  # a new object (CPython shares only "" and 1-char strings)
+    return value
+
+
+def _versus(stats: dict) -> dict[str, Any]:
+    m = stats["model"]
+    return {**elo_difference(m["wins"], m["draws"], m["losses"]).to_dict(), "win_rate": m["wins"] / stats["games"]}
+
+
+def _records(saved_games: list[list[dict]]) -> list[list[GameRecord]]:
+    return [[GameRecord(**{**g, "moves": tuple(g["moves"])}) for g in games] for games in saved_games]
+
+
+def run_selfplay(
+    checkpoint_path: Path,
+    out: Path,
+    cfg: RunConfig,
+    execution: Execution = Execution(),
+    resume: str = "auto",
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Run (or continue) the iterations; write out/rl.pt, games.pgn, dataset/, stats.json,
+    plots/iterations.csv; return the stats."""
+    started = time.perf_counter()
+    out = Path(out)
+    device = torch.device(execution.device)
+    model, supervised = checkpoint.load_model(checkpoint_path, device)
+    reference, _ = checkpoint.load_model(checkpoint_path, device)  # frozen: the KL anchor, the eval opponent
+    opponent = None if cfg.opponent == "self" else checkpoint.load_model(cfg.opponent, device)[0]
+    identity = run_identity(cfg, Path(checkpoint_path), supervised)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
+    history: list[dict] = []
+    games: list[list[dict]] = []
+    saved = _load_state(out / CHECKPOINT, identity, resume, cfg.iterations, log)
+    if saved is not None:
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        history, games = json.loads(saved["history_json"]), json.loads(saved["games_json"])
+        log(f"resuming after iteration {len(history)} of {cfg.iterations}")
+    timings: dict[int, dict] = {}
+    if len(history) < cfg.iterations:
+        with SelfPlayPool(
+            execution.workers, execution.threads_per_worker, execution.backend, execution.progress
+        ) as pool:
+            pool.pids()  # wait for the workers to start, so the first iteration's moves/s is honest
+            for k in range(len(history), cfg.iterations):
+                entry, records, timings[k] = _iteration(k, pool, model, reference, opponent, optimizer, cfg)
+                history.append(entry)
+                games.append([{**asdict(r), "moves": list(r.moves)} for r in records])
+                payload = checkpoint.model_payload(
+                    model,
+                    identity,
+                    optimizer=optimizer.state_dict(),
+                    history_json=canonical_json(history),
+                    games_json=canonical_json(games),
+                )
+                checkpoint.save(_unshared(payload), out / CHECKPOINT)
+                log(_line(entry, timings[k]))
+    opponent_name = "self" if cfg.opponent == "self" else Path(cfg.opponent).name
+    played = [
+        PlayedGame(record, k, f"rl-iteration-{k}", opponent_name)
+        for k, records in enumerate(_records(games))
+        for record in records
+    ]
+    run_id = sha256_json(identity)
+    manifest = write_games(out, played, run_id, {"identity_sha256": run_id, **asdict(cfg)})
+    stats = summarise([game.record for game in played], seconds=0.0)
+    seconds = sum(t["play_seconds"] for t in timings.values())  # this call's games only: a resume
+    stats["seconds"] = seconds  # does not replay the earlier ones
+    stats["moves_per_second"] = sum(t["plies"] for t in timings.values()) / seconds if seconds else None
+    last = history[-1].get("vs_reference", {}) if history else {}
+    stats.update(
+        iterations=len(history),
+        checkpoint=str(checkpoint_path),
+        run_id=run_id,
+        dataset_fingerprint=manifest["fingerprint"],
+        dataset_splits=manifest["splits"],
+        win_rate_vs_reference=last.get("win_rate"),
+        score_vs_reference=last.get("score"),
+        per_iteration=history,
+        timings=timings,
+        execution=asdict(execution),
+        wall_seconds=time.perf_counter() - started,
+    )
+    atomic_write_json(out / STATS, stats)
+    atomic_write_text(out / PLOT, _plot_csv(history))
+    return stats
+
+
+def _plot_csv(history: list[dict]) -> str:
+    """One row per iteration, for `dvc plots show`: how the RL run went."""
+    rows = ["iteration,score_vs_supervised,mean_reward,kl_per_move,entropy_per_move,illegal_attempt_rate"]
+    for entry in history:
+        versus, update = entry.get("vs_reference") or {}, entry["update"]
+        score = versus.get("score")
+        rows.append(
+            f"{entry['iteration']},{'' if score is None else f'{score:.6f}'},{update['mean_reward']:.6f},"
+            f"{update['kl_per_move']:.8f},{update['entropy_per_move']:.6f},"
+            f"{entry['play']['illegal_attempt_rate']:.6f}"
+        )
+    return "\n".join(rows) + "\n"
+
+
+def _iteration(
+    k: int,
+    pool: SelfPlayPool,
+    model: GPT,
+    reference: GPT,
+    opponent: GPT | None,
+    optimizer: torch.optim.Optimizer,
+    cfg: RunConfig,
+) -> tuple[dict, list[GameRecord], dict]:
+    """Play, update, evaluate: the history entry (no timings), the games, the timings."""
+    play = SelfPlayConfig(
+        games=cfg.games, temperature=cfg.temperature, max_plies=cfg.max_plies, seed=derive_seed(cfg.seed, "play", k)
+    )
+    records, stats = pool.play(model, opponent, play, cfg.shard_games)
+    pg = PGConfig(
+        temperature=cfg.temperature, kl_coef=cfg.kl_coef, batch_games=cfg.batch_games, grad_clip=cfg.grad_clip
+    )
+    update = policy_gradient_step(model, reference, optimizer, records, pg)
+    entry = {"iteration": k, "play": {key: v for key, v in stats.items() if key not in MACHINE_KEYS}, "update": update}
+    if cfg.eval_games:
+        evaluation = replace(
+            play, games=cfg.eval_games, temperature=cfg.eval_temperature, seed=derive_seed(cfg.seed, "eval", k)
+        )
+        entry["vs_reference"] = _versus(pool.play(model, reference, evaluation, cfg.shard_games)[1])
+    timing = {
+        "play_seconds": stats["seconds"],
+        "plies": stats["plies"]["total"],
+        "moves_per_second": stats["moves_per_second"],
+    }
+    return entry, records, timing
+
+
+def _line(entry: dict, timing: dict) -> str:
+    play, update, versus = entry["play"], entry["update"], entry.get("vs_reference")
+    decisive = play["white_wins"] + play["black_wins"]
+    return (
+        f"iteration {entry['iteration']}: {play['games']} games ({decisive} decisive), "
+        f"{timing['moves_per_second']:.0f} moves/s, mean reward {update['mean_reward']:+.3f}, "
+        f"KL/move {update['kl_per_move']:.4f}, entropy/move {update['entropy_per_move']:.2f}"
+        + (f", score vs supervised {versus['score']:.3f}" if versus else "")
+    )

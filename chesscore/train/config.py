@@ -1,0 +1,162 @@
+"""Every knob of a training run, and the run's identity (what decides whether a resume is
+allowed).
+
+The identity holds what shapes the trajectory of the weights: tokenizer, dataset
+fingerprint, model config, code, hyperparameters, schedule, world size, seed, microbatch,
+accumulation, precision and torch version. A checkpoint resumes only under an equal
+identity. Stop conditions that only say when to stop (max_updates, max_seconds, the job
+deadline) are not in it: a run paused by its time budget resumes with a new budget, and
+`max_updates` can be raised to extend a run whose schedule (schedule_steps) is unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from chesscore import tokens
+from chesscore.fileio import code_sha256
+from chesscore.model import GPTConfig
+from chesscore.train.batching import steps_per_epoch
+from chesscore.train.optim import OptimConfig
+
+LIBRARY = Path(__file__).resolve().parents[1]  # chesscore/
+# The code a training trajectory depends on: this package and the model it trains (folders are
+# hashed file by file); the stage adds its own file.
+TRAINING_CODE = (LIBRARY / "train", LIBRARY / "model.py", LIBRARY / "checkpoint.py")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    model: str = "demo"  # name of the model config in chesscore.model.CONFIGS
+    micro: int = 16  # games per microbatch per rank
+    accum: int = 1  # microbatches per optimizer update (global batch: micro * world * accum)
+    epochs: int = 20  # at most this many passes over the train split
+    seed: int = 2026  # model init, epoch plans and per-rank RNG derive from it
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    schedule_steps: int | None = None  # cosine horizon; None: min(max_updates, epochs * steps per epoch)
+    warmup_steps: int | None = None  # None: 10% of schedule_steps
+    max_updates: int | None = None  # stop after this many optimizer updates (status max_updates)
+    max_seconds: float | None = None  # time budget of this invocation (status time_budget, resumable)
+    deadline: str | None = None  # job deadline, absolute (ISO-8601 with zone or Unix seconds)
+    deadline_margin_seconds: float = 120.0  # soft stop this long before the deadline, to save
+    validation_every_steps: int | None = None  # also validate every K updates (always at epoch ends)
+    validation_micro: int | None = None  # games per validation batch per rank; None: 2 * micro
+    legality_eval_games: int | None = None  # games replayed for the legality metrics; None: all
+    patience: int = 5  # early stop after this many validations without improvement
+    min_delta: float = 1e-4  # improvement: validation NLL below best - min_delta
+    bucket_pool_batches: int = 64  # length buckets sort within pools of this many global microbatches
+    log_every_steps: int = 10  # train loss / lr / grad norm events and plot points
+    compile: bool = False  # torch.compile the model (numerics differ slightly; in the identity)
+    device: str = "auto"  # auto (cuda when present), cpu or cuda
+    telemetry_seconds: float = 5.0  # nvidia-smi sampling period, where nvidia-smi exists
+
+    def __post_init__(self) -> None:
+        positive = {
+            "micro": self.micro,
+            "accum": self.accum,
+            "epochs": self.epochs,
+            "patience": self.patience,
+            "log_every_steps": self.log_every_steps,
+            "bucket_pool_batches": self.bucket_pool_batches,
+        }
+        for name in (
+            "schedule_steps",
+            "max_updates",
+            "validation_every_steps",
+            "legality_eval_games",
+            "validation_micro",
+        ):
+            if getattr(self, name) is not None:
+                positive[name] = getattr(self, name)
+        bad = [f"{name}={value}" for name, value in positive.items() if value < 1]
+        if bad:
+            raise ValueError(f"must be positive: {', '.join(bad)}")
+        if self.warmup_steps is not None and self.warmup_steps < 0:
+            raise ValueError(f"warmup_steps must be >= 0, got {self.warmup_steps}")
+        if self.max_seconds is not None and self.max_seconds <= 0:
+            raise ValueError(f"max_seconds must be positive, got {self.max_seconds}")
+
+    @classmethod
+    def from_flat(cls, values: Mapping[str, Any]) -> TrainConfig:
+        """From a flat mapping (params.yaml's train section, CLI flags): optimizer fields
+        (lr, weight_decay, ...) go into `optim`; unknown keys are an error."""
+        optim_fields = {f.name for f in dataclasses.fields(OptimConfig)}
+        own_fields = {f.name for f in dataclasses.fields(cls)} - {"optim"}
+        unknown = sorted(set(values) - optim_fields - own_fields)
+        if unknown:
+            raise ValueError(f"unknown training settings: {', '.join(unknown)}")
+        optim = OptimConfig(**{k: v for k, v in values.items() if k in optim_fields})
+        return cls(optim=optim, **{k: v for k, v in values.items() if k in own_fields})
+
+    def schedule(self, n_train_games: int, world_size: int) -> tuple[int, int]:
+        """(schedule_steps, warmup_steps) as resolved for this data and world size."""
+        per_epoch = steps_per_epoch(n_train_games, self.micro, world_size, self.accum)
+        horizon = self.epochs * per_epoch
+        if self.max_updates is not None:
+            horizon = min(horizon, self.max_updates)
+        schedule_steps = self.schedule_steps or horizon
+        warmup = self.warmup_steps if self.warmup_steps is not None else round(0.1 * schedule_steps)
+        return schedule_steps, warmup
+
+
+def identity(
+    config: TrainConfig,
+    model_config: GPTConfig,
+    parameters: int,
+    *,
+    dataset_fingerprint: str,
+    world_size: int,
+    precision: str,
+    n_train_games: int,
+    receipt_sha256: str | None = None,
+    code_files: Iterable[Path] = (),
+) -> dict[str, Any]:
+    """The JSON-able identity of a run (see the module docstring for what is left out)."""
+    schedule_steps, warmup_steps = config.schedule(n_train_games, world_size)
+    return {
+        "tokenizer": {"version": tokens.VERSION, "sha256": tokens.tokenizer_sha256()},
+        "dataset_fingerprint": dataset_fingerprint,
+        "integrity_receipt_sha256": receipt_sha256,
+        "model": {"name": config.model, "config": model_config.to_dict(), "parameters": parameters},
+        "training_code": code_sha256([*TRAINING_CODE, *code_files]),
+        "hyperparameters": {
+            **config.optim.to_dict(),
+            "epochs": config.epochs,
+            "patience": config.patience,
+            "min_delta": config.min_delta,
+            "validation_every_steps": config.validation_every_steps,
+            "validation_micro": config.validation_micro,
+            "legality_eval_games": config.legality_eval_games,
+            "bucket_pool_batches": config.bucket_pool_batches,
+            "compile": config.compile,
+        },
+        "schedule": {
+            "kind": "linear warmup, cosine decay to lr * min_lr_ratio",
+            "schedule_steps": schedule_steps,
+            "warmup_steps": warmup_steps,
+        },
+        "world_size": world_size,
+        "seed": config.seed,
+        "microbatch": config.micro,
+        "accumulation": config.accum,
+        "precision": precision,
+        "torch": str(torch.__version__),
+    }
+
+
+def identity_diff(saved: Mapping[str, Any], current: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """Dotted keys whose values differ, e.g. ["hyperparameters.lr", "world_size"]."""
+    keys = []
+    for key in sorted(set(saved) | set(current)):
+        a, b = saved.get(key, "<absent>"), current.get(key, "<absent>")
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            keys += identity_diff(a, b, f"{prefix}{key}.")
+        elif a != b:
+            keys.append(f"{prefix}{key}")
+    return keys

@@ -1,0 +1,47 @@
+"""What training reads: the train and validation splits of a verified dataset (never test),
+or any two GameSources (in-memory games in tests and benchmarks).
+
+    data = open_dataset("data/dataset")                         # hashes the shards once
+    data = open_dataset("data/dataset", "receipt.json")         # trusts a verify() receipt
+    data = TrainData(TokenList(games), TokenList(held_out), fingerprint="...")
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from chesscore.data import dataset
+from chesscore.fileio import sha256_file
+from chesscore.train.batching import GameSource
+from chesscore.train.distributed import DistEnv
+
+
+@dataclass
+class TrainData:
+    train: GameSource
+    validation: GameSource
+    fingerprint: str  # the dataset manifest's: part of the identity
+    receipt_sha256: str | None = None  # of the integrity receipt the tables were opened with
+
+
+def open_dataset(
+    dataset_dir: str | Path, receipt_path: str | Path | None = None, env: DistEnv | None = None
+) -> TrainData:
+    """Train and validation tables (never test). Without a receipt the shards are hashed
+    once (by rank 0 under torchrun, which hands its receipt to the other ranks)."""
+    if receipt_path is None:
+        mine = dataset.verify(dataset_dir) if env is None or env.is_main else None
+        receipt_or_path = env.gather(mine)[0] if env is not None else mine
+    else:
+        receipt_or_path = receipt_path
+    tables = dataset.load(dataset_dir, receipt_or_path)
+    for split, table in tables.items():
+        if len(table) == 0:
+            raise ValueError(f"{dataset_dir}: the {split} split holds no games")
+    return TrainData(
+        tables["train"],
+        tables["validation"],
+        tables["train"].fingerprint,
+        sha256_file(receipt_path) if receipt_path is not None else None,
+    )

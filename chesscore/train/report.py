@@ -1,0 +1,211 @@
+"""What a training run tells the world: events.jsonl, results.json, DVC metrics and plots,
+GPU telemetry, peak memory, and the closing summary. Only rank 0 writes.
+
+    output/events.jsonl            one JSON object per line: start, validation, train, stop...
+    output/results.json            status, best step and NLL, history, throughput, peak memory
+    output/metrics.json            the headline numbers for `dvc metrics show` (no timings)
+    output/plots/train_loss.csv    step, nll, lr, grad_norm  (for `dvc plots show`)
+    output/plots/validation.csv    step, nll, accuracies, legality, illegal mass
+    output/gpu-telemetry.jsonl     nvidia-smi samples (utilisation, memory, power), on GPUs
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from chesscore.fileio import atomic_write_json, atomic_write_text, csv_text, sha256_file
+from chesscore.train.state import TrainState
+
+OUTPUTS = (
+    "best.pt",
+    "results.json",
+    "metrics.json",
+    "plots/train_loss.csv",
+    "plots/validation.csv",
+    "identity.json",
+    "gpu-telemetry.jsonl",
+)
+
+
+class EventLog:
+    """Appends one JSON line per event (a single write, so a killed run leaves whole lines)."""
+
+    def __init__(self, path: Path, enabled: bool, fresh: bool) -> None:
+        self.path, self.enabled = path, enabled
+        if enabled:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if fresh or not path.exists():
+                path.write_text("")
+            else:  # a killed run may have left half a line: cut it off
+                text = path.read_bytes()
+                if text and not text.endswith(b"\n"):
+                    path.write_bytes(text[: text.rfind(b"\n") + 1])
+
+    def __call__(self, event: str, **fields: Any) -> None:
+        if self.enabled:
+            line = json.dumps(
+                {"event": event, "time_unix": round(time.time(), 3), **fields}, sort_keys=True, default=str
+            )
+            with self.path.open("a", encoding="utf-8") as f:
+                f.write(line + "\n")
+
+
+def peak_memory(device: torch.device) -> dict[str, int | None]:
+    """Peak resident memory of this process, and peak CUDA memory of its device."""
+    cuda = device.type == "cuda"
+    return {
+        "cpu_max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "cuda_max_allocated_bytes": torch.cuda.max_memory_allocated(device) if cuda else None,
+        "cuda_max_reserved_bytes": torch.cuda.max_memory_reserved(device) if cuda else None,
+    }
+
+
+class GpuTelemetry:
+    """Samples nvidia-smi every `period` seconds into a JSON-lines file, where it exists."""
+
+    QUERY = "index,utilization.gpu,memory.used,memory.total,power.draw"
+
+    def __init__(self, path: Path, period: float) -> None:
+        self.path, self.period = path, period
+        self.stop_event = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def __enter__(self) -> GpuTelemetry:
+        if shutil.which("nvidia-smi") and torch.cuda.is_available():
+            self.thread = threading.Thread(target=self._run, daemon=True, name="gpu-telemetry")
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop_event.set()
+        if self.thread is not None:
+            self.thread.join(timeout=10)
+
+    def _run(self) -> None:
+        with self.path.open("a", encoding="utf-8") as f:
+            while not self.stop_event.is_set():
+                out = subprocess.run(
+                    ["nvidia-smi", f"--query-gpu={self.QUERY}", "--format=csv,noheader,nounits"],
+                    capture_output=True,
+                    text=True,
+                    timeout=30,
+                )
+                gpus = [
+                    dict(zip(self.QUERY.split(","), (v.strip() for v in line.split(","))))
+                    for line in out.stdout.strip().splitlines()
+                ]
+                f.write(json.dumps({"time_unix": round(time.time(), 3), "gpus": gpus}) + "\n")
+                f.flush()
+                self.stop_event.wait(self.period)
+
+
+def validation_row(record: dict[str, Any]) -> dict[str, Any]:
+    v = record["validation"]
+    return {
+        "step": record["step"],
+        "nll": v["nll"],
+        **{f"accuracy_{phase}": value for phase, value in v["phase_accuracy"].items()},
+        "triple_legality": v["teacher_forced_triple_legality"],
+        "illegal_probability": v["illegal_probability"],
+        "reserved_probability": v["reserved_probability"],
+    }
+
+
+def write_metrics_and_plots(output: Path, state: TrainState, status: str) -> None:
+    """DVC metrics and plots, derived from the checkpointed state alone (no timings)."""
+    rows = [validation_row(r) for r in state.history]
+    last = rows[-1] if rows else {}
+    metrics = {
+        "status": status,
+        "step": state.step,
+        "epoch": state.epoch,
+        "best_step": state.best_step,
+        "best_validation_nll": state.best_nll,
+        "initial_validation_nll": rows[0]["nll"] if rows else None,
+        "final": {k: v for k, v in last.items() if k != "step"},
+    }
+    atomic_write_json(output / "metrics.json", metrics)
+    atomic_write_text(
+        output / "plots" / "train_loss.csv", csv_text(state.train_log, ["step", "nll", "lr", "grad_norm"])
+    )
+    columns = list(rows[0]) if rows else ["step", "nll"]
+    atomic_write_text(output / "plots" / "validation.csv", csv_text(rows, columns))
+
+
+def run_results(
+    state: TrainState, status: str, *, useful: float, padded: float, seconds: float, updates: int
+) -> dict[str, Any]:
+    """The run's part of results.json: where it stands, the history, the throughput."""
+    return {
+        "status": status,
+        "step": state.step,
+        "epoch": state.epoch,
+        "next_step": state.next_step,
+        "best_step": state.best_step,
+        "best_validation_nll": state.best_nll,
+        "bad_checks": state.bad_checks,
+        "history": state.history,
+        "updates_this_run": updates,
+        "test_evaluated": False,
+        "throughput": {
+            "useful_tokens_per_second": useful / max(seconds, 1e-9),
+            "padded_tokens_per_second": padded / max(seconds, 1e-9),
+            "padding_fraction": 1 - useful / padded if padded else None,
+            "train_seconds": seconds,
+        },
+    }
+
+
+def write_results(output: Path, results: dict[str, Any], state: TrainState) -> None:
+    """results.json (with the checkpoints' sha256), metrics.json and the plots."""
+    for name in ("last", "best"):
+        path = output / f"{name}.pt"
+        results[f"{name}_checkpoint_sha256"] = sha256_file(path) if path.exists() else None
+    atomic_write_json(output / "results.json", results)
+    write_metrics_and_plots(output, state, results["status"])
+
+
+def summary(results: dict[str, Any]) -> str:
+    """The one-screen summary a stage ends with."""
+    history = results["history"]
+    first, last = (history[0]["validation"], history[-1]["validation"]) if history else ({}, {})
+    t = results["throughput"]
+    lines = [
+        f"train: {results['status']} after {results['step']} updates ({results['epoch']} epochs complete), "
+        f"{results['updates_this_run']} in this run, world size {results['world_size']}",
+        f"  validation NLL: initial {_f(first.get('nll'))} -> last {_f(last.get('nll'))} "
+        f"(step {history[-1]['step'] if history else '-'}), "
+        f"best {_f(results['best_validation_nll'])} at step {results['best_step']}",
+        "  accuracy (last validation): " + ", ".join(f"{k} {_f(v)}" for k, v in last.get("phase_accuracy", {}).items()),
+        f"  triple legality {_f(last.get('teacher_forced_triple_legality'))}, "
+        f"illegal mass {_f(last.get('illegal_probability'))}, reserved mass {_f(last.get('reserved_probability'))}",
+        f"  throughput: {_f(t['useful_tokens_per_second'], 0)} useful tokens/s, "
+        f"{_f(t['padded_tokens_per_second'], 0)} padded tokens/s, padding {_f(t['padding_fraction'])}, "
+        f"wall {_f(results['wall_seconds'], 1)} s",
+        f"  peak memory (rank 0): {results['peak_memory'][0]['cpu_max_rss_bytes'] / 2**20:.0f} MiB RSS"
+        + (
+            f", {results['peak_memory'][0]['cuda_max_allocated_bytes'] / 2**30:.2f} GiB CUDA"
+            if results["peak_memory"][0]["cuda_max_allocated_bytes"]
+            else ""
+        ),
+        f"  outputs: {results['output']}/(last.pt, best.pt, results.json, events.jsonl, metrics.json, plots/)",
+    ]
+    return "\n".join(lines)
+
+
+def _f(value: float | None, digits: int = 4) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def console(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)

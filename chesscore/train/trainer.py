@@ -1,0 +1,413 @@
+"""The training loop: length-bucketed DDP steps, validation, checkpoints, stopping.
+
+    data = open_dataset("data/dataset")                       # chesscore.train.data
+    results = train(TrainConfig(model="demo"), data, Path("data/train"), setup("cpu"))
+
+One process, or one per device under torchrun (the same call; see chesscore.train.distributed).
+Each loop turn first runs a validation that is owed (step 0, an epoch end, every K steps),
+then asks whether to stop, then takes one optimizer step. A validation cut short by the
+deadline changes nothing: the cursor keeps `validation_due` and the resumed run does it.
+last.pt is saved after every validation and at the stop, best.pt (before last.pt) whenever
+validation NLL improves, both atomically, so a killed run always leaves a loadable pair.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
+from tqdm import tqdm
+
+from chesscore import checkpoint
+from chesscore.fileio import atomic_write_json, sha256_json
+from chesscore.model import CONFIGS, GPT, GPTConfig
+from chesscore.tokens import PAD
+from chesscore.train.batching import (
+    IGNORE,
+    check_context,
+    collate,
+    dummy_batch,
+    epoch_plan,
+    eval_batches,
+    rank_share,
+    steps_per_epoch,
+)
+from chesscore.train.config import TrainConfig, identity
+from chesscore.train.data import TrainData
+from chesscore.train.deadline import Budget, Deadline
+from chesscore.train.distributed import DistEnv
+from chesscore.train.metrics import Totals, accumulate, legality_subset
+from chesscore.train.optim import adamw, clip_gradients, warmup_cosine
+from chesscore.train.report import (
+    OUTPUTS,
+    EventLog,
+    GpuTelemetry,
+    console,
+    peak_memory,
+    run_results,
+    summary,
+    write_results,
+)
+from chesscore.train.state import (
+    TrainState,
+    best_payload,
+    find_resume,
+    last_payload,
+    receipt,
+    rng_state,
+    set_rng_state,
+    terminal_status,
+)
+
+
+def derived_seed(seed: int, *labels: Any) -> int:
+    return int.from_bytes(hashlib.sha256(json.dumps([seed, *labels]).encode()).digest()[:8], "little") >> 1
+
+
+class Trainer:
+    def __init__(
+        self,
+        config: TrainConfig,
+        data: TrainData,
+        output: Path,
+        env: DistEnv,
+        *,
+        resume: str = "auto",
+        model_config: GPTConfig | None = None,
+        code_files: tuple[Path, ...] = (),
+        deadline: Deadline | None = None,
+    ) -> None:
+        self.config, self.data, self.output, self.env = config, data, Path(output), env
+        self.model_config = model_config or CONFIGS[config.model]
+        self.lengths = np.asarray(data.train.lengths())
+        check_context(self.lengths, self.model_config.block_size, "train")
+        check_context(np.asarray(data.validation.lengths()), self.model_config.block_size, "validation")
+        self.deadline = deadline or Deadline.parse(config.deadline, config.deadline_margin_seconds)
+        torch.manual_seed(derived_seed(config.seed, "init"))  # the same weights on every rank
+        self.model = GPT(self.model_config).to(env.device)
+        precision = "bf16-autocast, fp32 weights" if env.bf16 else "fp32"
+        self.identity = identity(
+            config,
+            self.model_config,
+            self.model.num_parameters(),
+            dataset_fingerprint=data.fingerprint,
+            world_size=env.world_size,
+            precision=precision,
+            n_train_games=len(self.lengths),
+            receipt_sha256=data.receipt_sha256,
+            code_files=code_files,
+        )
+        self.steps_per_epoch = steps_per_epoch(len(self.lengths), config.micro, env.world_size, config.accum)
+        payload, self.resume_note, self.resume_path = find_resume(resume, self.output, self.identity)
+        env.barrier()  # every rank has read last.pt before rank 0 may replace it
+        self.resumed_from = None if payload is None else payload["train_state"]["step"]
+        self.receipt = None
+        if payload is not None and (status := terminal_status(TrainState.from_dict(payload["train_state"]), config)):
+            self.receipt = receipt(self.resume_path, payload, status)
+            return
+        self.optimizer = adamw(self.model, config.optim, env.device)
+        schedule = self.identity["schedule"]
+        self.scheduler = warmup_cosine(
+            self.optimizer, schedule["warmup_steps"], schedule["schedule_steps"], config.optim.min_lr_ratio
+        )
+        if payload is None:
+            self.state = TrainState()
+            torch.manual_seed(derived_seed(config.seed, "rank", env.rank))
+        else:
+            self.model.load_state_dict(payload["model"])
+            self.optimizer.load_state_dict(payload["optimizer"])
+            self.scheduler.load_state_dict(payload["scheduler"])
+            self.state = TrainState.from_dict(payload["train_state"])
+        self.ddp = (
+            DistributedDataParallel(
+                self.model,
+                device_ids=[env.device.index] if env.device.type == "cuda" else None,
+                gradient_as_bucket_view=True,
+            )
+            if env.distributed
+            else None
+        )
+        wrapped = self.ddp or self.model
+        self.forward = torch.compile(wrapped) if config.compile else wrapped
+        if payload is not None:
+            set_rng_state(payload["rng"][env.rank], env.device)
+        self.events = EventLog(self.output / "events.jsonl", env.is_main, fresh=payload is None)
+        self._plan: tuple[int, list] | None = None
+        self.budget = Budget(config.max_seconds)
+        self.totals = {"useful": 0.0, "padded": 0.0, "seconds": 0.0, "updates": 0}
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    def _start_outputs(self, fresh: bool) -> None:
+        if self.env.is_main:
+            self.output.mkdir(parents=True, exist_ok=True)
+            for stale in [*self.output.glob(".*.tmp"), *self.output.glob("plots/.*.tmp")]:
+                stale.unlink()  # left by a process killed in the middle of an atomic write
+            if fresh:  # outputs of another run must not pass for this one's
+                for name in ("last.pt", *OUTPUTS):
+                    (self.output / name).unlink(missing_ok=True)
+            atomic_write_json(self.output / "identity.json", self.identity)
+        self.env.barrier()
+
+    def run(self) -> dict[str, Any]:
+        if self.receipt is not None:
+            if self.env.is_main:
+                print(json.dumps(self.receipt, sort_keys=True), flush=True)
+            return self.receipt
+        started = time.perf_counter()
+        self._start_outputs(fresh=self.resumed_from is None)
+        if self.resumed_from is None:
+            self.save(improved=False, status=None)  # a loadable last.pt from the first moment
+        self.events(
+            "start",
+            note=self.resume_note,
+            step=self.state.step,
+            world_size=self.env.world_size,
+            parameters=self.model.num_parameters(),
+            device=str(self.env.device),
+            train_games=len(self.lengths),
+            validation_games=len(self.data.validation),
+            steps_per_epoch=self.steps_per_epoch,
+            identity_sha256=sha256_json(self.identity),
+        )
+        if self.env.is_main:
+            console(f"train: {self.resume_note}")
+        if self.env.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(self.env.device)
+        status = None
+        planned = self.config.epochs * self.steps_per_epoch
+        planned = min(planned, self.config.max_updates or planned)
+        bar = tqdm(
+            total=planned,
+            initial=self.state.step,
+            unit="step",
+            disable=not self.env.is_main,
+            dynamic_ncols=True,
+            desc="train",
+        )
+        telemetry = (
+            GpuTelemetry(self.output / "gpu-telemetry.jsonl", self.config.telemetry_seconds)
+            if self.env.is_main
+            else contextlib.nullcontext()
+        )
+        with bar, telemetry:
+            while status is None:
+                if self.state.validation_due and not self.validate():
+                    status = "deadline_soft_stop"
+                    break
+                status = self.stop_reason()
+                if status is None:
+                    self.train_step(bar)
+        self.save(improved=False, status=status)
+        return self.finish(status, time.perf_counter() - started)
+
+    def stop_reason(self) -> str | None:
+        status = terminal_status(self.state, self.config)
+        if status is not None:
+            return status
+        clocks = torch.tensor([self.deadline.soft_stop(), self.budget.spent()], dtype=torch.float64)
+        deadline_hit, budget_spent = (bool(v > 0) for v in self.env.all_reduce_sum(clocks))
+        return "deadline_soft_stop" if deadline_hit else "time_budget" if budget_spent else None
+
+    def plan(self) -> list[list[np.ndarray]]:
+        epoch = self.state.epoch
+        if self._plan is None or self._plan[0] != epoch:
+            self._plan = (
+                epoch,
+                epoch_plan(
+                    self.lengths,
+                    seed=self.config.seed,
+                    epoch=epoch,
+                    micro=self.config.micro,
+                    world_size=self.env.world_size,
+                    accum=self.config.accum,
+                    pool_batches=self.config.bucket_pool_batches,
+                ),
+            )
+        return self._plan[1]
+
+    def train_step(self, bar: tqdm) -> None:
+        env, state, config = self.env, self.state, self.config
+        step_batches = self.plan()[state.next_step]
+        # Every rank knows every game's length, so the global target count needs no collective:
+        # each rank's loss is scaled so DDP's gradient average is the mean over all targets.
+        targets_total = sum(int((self.lengths[b] - 1).sum()) for b in step_batches)
+        scale = env.world_size / targets_total
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        started = time.perf_counter()
+        loss_sum = torch.zeros((), device=env.device)
+        useful = padded = 0
+        for index, batch in enumerate(step_batches):
+            share = rank_share(batch, env.rank, env.world_size)
+            inputs, targets = collate(self.data.train.batch(share, pad=PAD)) if len(share) else dummy_batch()
+            useful += int(self.lengths[share].sum() - len(share))
+            padded += targets.numel() if len(share) else 0
+            inputs, targets = inputs.to(env.device, non_blocking=True), targets.to(env.device, non_blocking=True)
+            last = index == len(step_batches) - 1
+            sync = contextlib.nullcontext() if last or self.ddp is None else self.ddp.no_sync()
+            with sync:
+                with torch.autocast(env.device.type, dtype=torch.bfloat16, enabled=env.bf16):
+                    logits = self.forward(inputs)
+                loss = F.cross_entropy(
+                    logits.float().flatten(0, 1), targets.flatten(), ignore_index=IGNORE, reduction="sum"
+                )
+                (loss * scale).backward()
+            loss_sum += loss.detach()
+        lr = self.scheduler.get_last_lr()[0]
+        norm = clip_gradients(self.model, config.optim.grad_clip, state.step)
+        self.optimizer.step()
+        self.scheduler.step()
+        if env.device.type == "cuda":
+            torch.cuda.synchronize(env.device)
+        elapsed = time.perf_counter() - started
+        self.totals["useful"] += useful
+        self.totals["padded"] += padded
+        self.totals["seconds"] += elapsed
+        self.totals["updates"] += 1
+        state.step += 1
+        state.next_step += 1
+        if state.next_step == len(self.plan()):
+            state.epoch, state.next_step, state.validation_due = state.epoch + 1, 0, True
+        if config.validation_every_steps and state.step % config.validation_every_steps == 0:
+            state.validation_due = True
+        bar.update(1)
+        if state.step % config.log_every_steps == 0:
+            total = env.all_reduce_sum(torch.tensor([float(loss_sum), useful, padded], dtype=torch.float64))
+            nll, tokens_per_second = float(total[0] / total[1]), float(total[1]) / elapsed
+            record = {
+                "step": state.step,
+                "nll": nll,
+                "lr": lr,
+                "grad_norm": norm,
+                "padding_fraction": 1 - float(total[1] / total[2]),
+            }
+            state.train_log.append(record)
+            self.events(
+                "train",
+                epoch=state.epoch,
+                useful_tokens_per_second=tokens_per_second,
+                padded_tokens_per_second=float(total[2]) / elapsed,
+                step_seconds=elapsed,
+                **record,
+            )
+            bar.set_postfix(
+                nll=f"{nll:.3f}",
+                lr=f"{lr:.2e}",
+                gnorm=f"{norm:.2f}",
+                tok_s=f"{tokens_per_second:.0f}",
+                pad=f"{record['padding_fraction']:.1%}",
+            )
+
+    # -- validation and checkpoints ----------------------------------------------------------
+
+    def validate(self) -> bool:
+        """Validate on this rank's share of the batches and sum over ranks. False (and nothing
+        recorded) when the deadline cut it short."""
+        env, config = self.env, self.config
+        validation = self.data.validation
+        batches = eval_batches(validation.lengths(), config.validation_micro or 2 * config.micro)
+        mine = batches[env.rank :: env.world_size]
+        mine += [np.zeros(0, dtype=np.int64)] * (-(-len(batches) // env.world_size) - len(mine))
+        started = time.perf_counter()
+        totals = accumulate(
+            self.model,
+            validation,
+            mine,
+            device=env.device,
+            bf16=env.bf16,
+            legality=legality_subset(len(validation), config.legality_eval_games),
+            should_stop=lambda: env.any(self.deadline.soft_stop()),
+        )
+        if totals is None:
+            self.events("validation_cut_short", step=self.state.step, seconds=time.perf_counter() - started)
+            if env.is_main:
+                console(
+                    f"train: validation at step {self.state.step} cut short by the deadline; "
+                    "best and patience unchanged"
+                )
+            return False
+        metrics = Totals(env.all_reduce_sum(totals.tensor())).result()
+        improved = self.state.record_validation(metrics, config.min_delta)
+        self.events(
+            "validation",
+            step=self.state.step,
+            epoch=self.state.epoch,
+            improved=improved,
+            best_nll=self.state.best_nll,
+            bad_checks=self.state.bad_checks,
+            seconds=time.perf_counter() - started,
+            **metrics,
+        )
+        if env.is_main:
+            tqdm.write(
+                f"validation @ step {self.state.step}: nll {metrics['nll']:.4f} "
+                f"(best {self.state.best_nll:.4f} @ {self.state.best_step}, "
+                f"{self.state.bad_checks}/{config.patience} without improvement)",
+                file=sys.stderr,
+            )
+        self.save(improved=improved, status=None)
+        return True
+
+    def save(self, improved: bool, status: str | None) -> None:
+        """best.pt first, then last.pt: a kill between them leaves a last.pt that has not
+        yet seen this best, so its resume redoes the validation and rewrites best.pt."""
+        rngs = self.env.gather(rng_state(self.env.device))
+        if self.env.is_main:
+            if improved:
+                checkpoint.save(best_payload(self.model, self.identity, self.state), self.output / "best.pt")
+            checkpoint.save(
+                last_payload(self.model, self.identity, self.optimizer, self.scheduler, rngs, self.state, status),
+                self.output / "last.pt",
+            )
+        self.env.barrier()
+
+    def finish(self, status: str, wall_seconds: float) -> dict[str, Any]:
+        env = self.env
+        sums = env.all_reduce_sum(torch.tensor([self.totals["useful"], self.totals["padded"]], dtype=torch.float64))
+        memory = env.gather({"rank": env.rank, **peak_memory(env.device)})
+        results = {
+            **run_results(
+                self.state,
+                status,
+                useful=float(sums[0]),
+                padded=float(sums[1]),
+                seconds=self.totals["seconds"],
+                updates=self.totals["updates"],
+            ),
+            "resumed_from_step": self.resumed_from,
+            "note": self.resume_note,
+            "world_size": env.world_size,
+            "parameters": self.model.num_parameters(),
+            "steps_per_epoch": self.steps_per_epoch,
+            "peak_memory": memory,
+            "wall_seconds": wall_seconds,
+            "output": str(self.output),
+            "identity_sha256": sha256_json(self.identity),
+        }
+        if env.is_main:
+            write_results(self.output, results, self.state)
+            self.events(
+                "stop",
+                status=status,
+                step=self.state.step,
+                best_step=self.state.best_step,
+                best_nll=self.state.best_nll,
+                wall_seconds=wall_seconds,
+            )
+            print(summary(results), flush=True)
+        return results
+
+
+def train(config: TrainConfig, data: TrainData, output: Path, env: DistEnv, **options: Any) -> dict[str, Any]:
+    """Train (or resume, or confirm a finished run) and return results.json's content."""
+    return Trainer(config, data, output, env, **options).run()

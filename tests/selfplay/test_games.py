@@ -1,0 +1,150 @@
+"""play_games: game endings, records, colours, determinism, and the batch compaction."""
+
+from dataclasses import asdict
+
+import chess
+import pytest
+import torch
+
+from chesscore.model import CONFIGS, GPT, GPTConfig
+from chesscore.play.moves import ModelPlayer, Sampler, choose_moves, play_mask
+from chesscore.selfplay.games import MODEL, OPPONENT, GameRecord, SelfPlayConfig, play_games, termination
+from chesscore.tokens import State, encode_game
+
+
+def _model(seed: int) -> GPT:
+    torch.manual_seed(seed)
+    return GPT(CONFIGS["tiny"]).eval()
+
+
+def _end(board: chess.Board, max_plies: int = 1000):
+    return termination(board, list(board.legal_moves), max_plies)
+
+
+def _board(moves: str) -> chess.Board:
+    board = chess.Board()
+    for uci in moves.split():
+        board.push_uci(uci)
+    return board
+
+
+def test_each_rule_ends_the_game_with_its_result():
+    assert _end(_board("f2f3 e7e5 g2g4 d8h4")) == ("0-1", "checkmate")
+    assert _end(_board("e2e4 e7e5 f1c4 b8c6 d1h5 g8f6 h5f7")) == ("1-0", "checkmate")
+    assert _end(chess.Board("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1")) == ("1/2-1/2", "stalemate")
+    assert _end(chess.Board("8/8/4k3/8/8/3NK3/8/8 w - - 0 1")) == ("1/2-1/2", "insufficient_material")
+    assert _end(chess.Board("8/8/4k3/8/8/3RK3/8/8 w - - 100 80")) == ("1/2-1/2", "fifty_moves")
+    assert _end(chess.Board("8/8/4k3/8/8/3RK3/8/8 w - - 99 80")) is None
+    shuffle = "g1f3 g8f6 f3g1 f6g8 " * 2  # the start position for the third time
+    assert _end(_board(shuffle.strip())) == ("1/2-1/2", "threefold_repetition")
+    assert _end(_board(" ".join(shuffle.split()[:-1]))) is None  # only twice so far
+    assert _end(_board("e2e4 e7e5 g1f3"), max_plies=3) == ("1/2-1/2", "ply_cap")
+    assert _end(_board("e2e4 e7e5 g1f3"), max_plies=4) is None
+
+
+def test_mate_on_the_hundredth_halfmove_is_mate_not_a_fifty_move_draw():
+    board = chess.Board("6k1/5ppp/8/8/8/8/8/R5K1 w - - 99 80")
+    board.push_uci("a1a8")
+    assert board.halfmove_clock == 100
+    assert _end(board) == ("1-0", "checkmate")
+
+
+def _replay(record: GameRecord, max_plies: int) -> chess.Board:
+    """The final board; every move legal, and no earlier position was already the end."""
+    board = chess.Board()
+    for uci in record.moves:
+        assert _end(board, max_plies) is None
+        assert chess.Move.from_uci(uci) in board.legal_moves
+        board.push_uci(uci)
+    return board
+
+
+def test_records_are_legal_complete_games_in_plain_values():
+    records, stats = play_games(_model(0), None, SelfPlayConfig(games=24, max_plies=120, seed=4))
+    assert [r.index for r in records] == list(range(24))
+    for record in records:
+        board = _replay(record, 120)
+        assert record.plies == len(record.moves) <= 120
+        assert (record.result, record.termination) == termination(board, list(board.legal_moves), 120)
+        for name, value in asdict(record).items():  # plain values only: cheap, safe to pickle
+            assert type(value) in (str, int, tuple), name
+            assert all(type(v) is str for v in value) if type(value) is tuple else True
+        assert record.white == record.black == MODEL
+        assert 0 <= record.illegal_white <= (record.plies + 1) // 2
+    assert stats["games"] == stats["white_wins"] + stats["draws"] + stats["black_wins"] == 24
+    assert sum(stats["terminations"].values()) == 24
+    assert stats["plies"]["total"] == stats["model_moves"] == sum(r.plies for r in records)
+    # An untrained model puts most of its mass on illegal tokens: the mask catches it.
+    assert stats["illegal_attempts"] == sum(r.illegal_attempts for r in records) > 0
+    assert all(r.illegal_attempts == r.illegal_white + r.illegal_black for r in records)
+    assert stats["moves_per_second"] > 0 and "model" not in stats
+
+
+def test_the_ply_cap_is_an_adjudicated_draw():
+    records, stats = play_games(_model(0), None, SelfPlayConfig(games=6, max_plies=7, seed=0))
+    assert all(r.plies == 7 and r.result == "1/2-1/2" and r.termination == "ply_cap" for r in records)
+    assert stats["terminations"]["ply_cap"] == stats["draws"] == 6
+
+
+def test_same_seed_same_games_other_seed_other_games():
+    model = _model(1)
+    a, _ = play_games(model, None, SelfPlayConfig(games=8, max_plies=30, seed=9))
+    b, _ = play_games(model, None, SelfPlayConfig(games=8, max_plies=30, seed=9))
+    c, _ = play_games(model, None, SelfPlayConfig(games=8, max_plies=30, seed=10))
+    assert a == b and [r.moves for r in a] != [r.moves for r in c]
+
+
+@torch.no_grad()
+def _greedy_move(model: GPT, moves: tuple[str, ...]) -> str:
+    """The move a model picks at temperature 0, by full forwards without a cache."""
+    state = State.from_moves(moves)
+    tokens = encode_game(moves)[:-1]
+    for _ in range(3):
+        logits = model(torch.tensor([tokens]))[0, -1]
+        token = int(logits.masked_fill(~torch.tensor(play_mask(state)), float("-inf")).argmax())
+        state.feed(token)
+        tokens.append(token)
+    return state.board.peek().uci()
+
+
+def test_against_an_opponent_each_side_plays_its_own_moves_and_colours_alternate():
+    model, opponent = _model(2), _model(3)
+    records, stats = play_games(model, opponent, SelfPlayConfig(games=4, temperature=0.0, max_plies=16))
+    assert [(r.white, r.black) for r in records] == [(MODEL, OPPONENT), (OPPONENT, MODEL)] * 2
+    for record in records:
+        for ply, uci in enumerate(record.moves):
+            side = record.white if ply % 2 == 0 else record.black
+            assert uci == _greedy_move(model if side == MODEL else opponent, record.moves[:ply])
+    assert records[0].moves != records[1].moves
+    model_stats = stats["model"]
+    assert model_stats["wins"] + model_stats["draws"] + model_stats["losses"] == 4
+    assert stats["model_moves"] == sum((r.plies + (r.white == MODEL)) // 2 for r in records)
+
+
+@torch.no_grad()
+def test_dropping_finished_rows_keeps_the_others_in_step():
+    model = _model(4)
+    games = [["e2e4"], ["d2d4", "d7d5"], ["g1f3"]]
+    states = [State.from_moves(g) for g in games]
+    player = ModelPlayer(model, 3, max_len=40)
+    player.prefill([encode_game(g)[:-1] for g in games])
+    player.keep([2, 0])
+    states = [states[2], states[0]]
+    moves, _ = choose_moves(states, [player], [0, 0], Sampler(1.0, seed=5))
+    for row, (game, move) in enumerate(zip([games[2], games[0]], moves)):
+        game.append(move.uci())
+        expected = model(torch.tensor([encode_game(game)[:-1]]))[0, -1]
+        torch.testing.assert_close(player.logits[row], expected, atol=1e-5, rtol=1e-5)
+
+
+def test_a_ply_cap_beyond_the_context_is_refused():
+    small = GPT(GPTConfig(n_layer=1, n_head=1, n_embd=8, block_size=32)).eval()
+    with pytest.raises(ValueError, match="max_plies 20 needs 62 positions"):
+        play_games(small, None, SelfPlayConfig(games=1, max_plies=20))
+
+
+def test_bad_config_is_refused():
+    with pytest.raises(ValueError, match="games must be >= 1"):
+        SelfPlayConfig(games=0)
+    with pytest.raises(ValueError, match="max_plies must be >= 1"):
+        SelfPlayConfig(max_plies=0)

@@ -1,0 +1,122 @@
+"""Self-play over spawned worker processes and Ray: same games whatever the worker count or
+the order shards finish in, weights re-sent per call, a dead worker named, never a hang."""
+
+import os
+import signal
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+from chesscore.model import CONFIGS, GPT
+from chesscore.selfplay.games import SelfPlayConfig, play_games
+from chesscore.selfplay.parallel import SelfPlayPool, WorkerDied, plan_shards
+
+pytestmark = pytest.mark.timeout(120)  # a hang is a failure, not a stuck CI job
+
+
+def _model(seed: int) -> GPT:
+    torch.manual_seed(seed)
+    return GPT(CONFIGS["tiny"]).eval()
+
+
+REPO = Path(__file__).resolve().parents[2]
+CFG = SelfPlayConfig(games=10, max_plies=40, seed=3)
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with SelfPlayPool(workers=2, threads_per_worker=1) as pool:
+        yield pool
+
+
+def _expected(model, opponent, cfg, shard_games):
+    """The shards played one after another in this process, by play_games itself."""
+    return [r for shard in plan_shards(cfg, shard_games) for r in play_games(model, opponent, shard.cfg)[0]]
+
+
+def test_shards_have_their_own_seeds_and_cover_every_game():
+    shards = plan_shards(SelfPlayConfig(games=10, seed=3), shard_games=4)
+    assert [(s.index, s.cfg.games, s.cfg.seed) for s in shards] == [(0, 4, 3000), (1, 4, 3001), (2, 2, 3002)]
+    with pytest.raises(ValueError, match="raise shard_games"):
+        plan_shards(SelfPlayConfig(games=1001), shard_games=1)
+
+
+@pytest.mark.slow
+def test_same_games_in_process_and_over_workers(pool):
+    model, opponent = _model(0), _model(1)
+    for other in (None, opponent):  # 0 workers (this process) and 2: the same games
+        in_process, _ = SelfPlayPool(workers=0).play(model, other, CFG, shard_games=4)
+        over_two, stats = pool.play(model, other, CFG, shard_games=4)
+        assert in_process == over_two
+        assert [r.seed for r in over_two] == [3000] * 4 + [3001] * 4 + [3002] * 2
+        assert stats["games"] == 10 and stats["shards"] == 3 and stats["workers"] == 2
+    assert [(r.white, r.black) for r in over_two[:4]] == [("model", "opponent"), ("opponent", "model")] * 2
+
+
+@pytest.mark.slow
+def test_the_pool_keeps_its_workers_and_takes_new_weights_each_call(pool):
+    pids = pool.pids()
+    first, _ = pool.play(_model(0), None, CFG, shard_games=5)
+    trained = _model(0)
+    with torch.no_grad():
+        trained.lm_head.weight.mul_(3.0)  # what an RL update does between calls: new weights
+    second, _ = pool.play(trained, None, CFG, shard_games=5)
+    assert second == _expected(trained, None, CFG, 5) != first
+    assert pool.pids() == pids
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_shard_is_named_and_the_next_call_works(pool):
+    model = _model(0)
+    long_shard = SelfPlayConfig(games=64, max_plies=300, seed=1)  # seconds on one thread
+    victim = pool.pids()[0]  # shard 0 goes to worker 0
+    outcome = {}
+
+    def play():
+        try:
+            outcome["records"] = pool.play(model, None, long_shard, shard_games=64)
+        except Exception as error:  # noqa: BLE001 - the test inspects it
+            outcome["error"] = error
+
+    caller = threading.Thread(target=play)
+    caller.start()
+    time.sleep(1.0)
+    os.kill(victim, signal.SIGKILL)
+    caller.join(timeout=60)
+    assert not caller.is_alive(), "the call hung after its worker died"
+    error = outcome.get("error")
+    assert isinstance(error, WorkerDied), outcome
+    assert "worker 0 died while playing shard 0 (seed 1000, 64 games)" in str(error)
+    records, _ = pool.play(model, None, CFG, shard_games=5)
+    assert records == _expected(model, None, CFG, 5)
+    assert victim not in pool.pids()
+
+
+@pytest.mark.slow
+def test_a_worker_that_died_between_calls_is_replaced(pool):
+    model = _model(0)
+    os.kill(pool.pids()[1], signal.SIGKILL)
+    records, _ = pool.play(model, None, CFG, shard_games=5)  # at once: no grace time for the pool
+    assert records == _expected(model, None, CFG, 5)
+
+
+@pytest.mark.slow
+def test_ray_backend_plays_the_same_shards():
+    ray = pytest.importorskip("ray", reason="ray is an optional extra: pip install -e '.[ray]'")
+    model, opponent = _model(0), _model(1)
+    cfg = replace(CFG, games=6)
+    ray.init(
+        num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}}
+    )  # where not pip-installed
+    try:
+        with SelfPlayPool(workers=0, backend="ray") as on_ray:
+            records, stats = on_ray.play(model, opponent, cfg, shard_games=2)
+            again, _ = on_ray.play(model, None, cfg, shard_games=3)  # new weights, same workers
+    finally:
+        ray.shutdown()
+    assert records == _expected(model, opponent, cfg, 2) and stats["backend"] == "ray"
+    assert again == _expected(model, None, cfg, 3)

@@ -1,0 +1,149 @@
+"""Checkpoints and resume, in one process on the CPU with the tiny model: an interrupted run
+resumes to the very bytes of an uninterrupted one; identities that differ are refused by
+name; a finished run is a no-op."""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+from chesscore import checkpoint
+from chesscore.model import GPT
+from chesscore.train.data import TrainData
+from chesscore.train.distributed import setup
+from chesscore.train.state import ResumeRefused
+from chesscore.train.trainer import Trainer
+from tests.training_data import CONFIG, MODEL, run, same_artifacts, small_data
+
+
+@pytest.fixture(scope="module")
+def data() -> TrainData:
+    return small_data()
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(data, tmp_path_factory) -> Path:
+    output = tmp_path_factory.mktemp("uninterrupted")
+    results = run(data, output)
+    assert results["status"] == "max_updates" and results["step"] == 13
+    return output
+
+
+@pytest.mark.slow
+def test_n_steps_then_resume_then_m_steps_is_bit_identical(data, uninterrupted, tmp_path):
+    first = run(data, tmp_path, replace(CONFIG, max_updates=5))  # stops mid-epoch, between validations
+    assert first["status"] == "max_updates" and first["step"] == 5
+    paused = checkpoint.load(tmp_path / "last.pt")["train_state"]
+    assert (paused["epoch"], paused["next_step"]) == (0, 5)
+    second = run(data, tmp_path)  # resumes (auto) and goes on to 13, across an epoch end
+    assert second["resumed_from_step"] == 5 and second["updates_this_run"] == 8
+    same_artifacts(uninterrupted, tmp_path)
+    history = json.loads((uninterrupted / "results.json").read_text())["history"]
+    assert [h["step"] for h in history] == [0, 3, 6, 8, 9, 12]  # every 3 steps, and the epoch end at 8
+
+
+def test_checkpoints_load_with_weights_only_and_carry_the_identity(uninterrupted):
+    model, payload = checkpoint.load_model(uninterrupted / "best.pt")
+    assert isinstance(model, GPT) and not model.training
+    identity = json.loads((uninterrupted / "identity.json").read_text())
+    assert payload["identity"] == identity and identity["dataset_fingerprint"] == "test-dataset"
+    assert identity["model"]["parameters"] == model.num_parameters()
+    assert {
+        "tokenizer",
+        "training_code",
+        "hyperparameters",
+        "schedule",
+        "world_size",
+        "seed",
+        "microbatch",
+        "accumulation",
+        "torch",
+    } <= set(identity)
+    last = checkpoint.load(uninterrupted / "last.pt")
+    assert {"optimizer", "scheduler", "rng", "train_state"} <= set(last)
+    assert payload["step"] == last["train_state"]["best_step"]
+
+
+def test_results_metrics_and_plots_tell_the_same_story(uninterrupted):
+    results = json.loads((uninterrupted / "results.json").read_text())
+    metrics = json.loads((uninterrupted / "metrics.json").read_text())
+    assert (
+        metrics["best_validation_nll"]
+        == results["best_validation_nll"]
+        == min(h["validation"]["nll"] for h in results["history"])
+    )
+    assert metrics["initial_validation_nll"] > metrics["final"]["nll"]  # it learned something
+    validation = list(csv.DictReader((uninterrupted / "plots" / "validation.csv").open()))
+    assert [int(r["step"]) for r in validation] == [h["step"] for h in results["history"]]
+    train_loss = list(csv.DictReader((uninterrupted / "plots" / "train_loss.csv").open()))
+    assert [int(r["step"]) for r in train_loss] == [2, 4, 6, 8, 10, 12]  # log_every_steps 2
+    assert all(float(r["grad_norm"]) > 0 and 0 < float(r["lr"]) <= 3e-4 for r in train_loss)
+    throughput = results["throughput"]
+    assert throughput["useful_tokens_per_second"] > 0 and 0 <= throughput["padding_fraction"] < 0.5
+    assert results["peak_memory"][0]["cpu_max_rss_bytes"] > 0 and results["test_evaluated"] is False
+    events = [json.loads(line)["event"] for line in (uninterrupted / "events.jsonl").read_text().splitlines()]
+    assert events[0] == "start" and events[-1] == "stop" and events.count("validation") == 6
+
+
+def test_identity_mismatch_is_refused_naming_the_keys(data, uninterrupted, tmp_path):
+    other = replace(CONFIG, seed=12, optim=replace(CONFIG.optim, lr=1e-3))
+    with pytest.raises(ResumeRefused) as refused:
+        Trainer(other, data, tmp_path, setup("cpu"), model_config=MODEL, resume=str(uninterrupted / "last.pt"))
+    message = str(refused.value)
+    assert "hyperparameters.lr" in message and "seed" in message and "2 key(s)" in message
+    assert "0.0003" in message and "0.001" in message
+    changed_data = TrainData(data.train, data.validation, fingerprint="another-dataset")
+    with pytest.raises(ResumeRefused, match="dataset_fingerprint"):
+        Trainer(CONFIG, changed_data, tmp_path, setup("cpu"), model_config=MODEL, resume=str(uninterrupted / "last.pt"))
+    with pytest.raises(ResumeRefused, match="not a last checkpoint"):
+        Trainer(CONFIG, data, tmp_path, setup("cpu"), model_config=MODEL, resume=str(uninterrupted / "best.pt"))
+
+
+@pytest.mark.slow
+def test_auto_resume_starts_afresh_when_the_experiment_changed(data, tmp_path):
+    run(data, tmp_path, replace(CONFIG, max_updates=3))
+    old_identity = (tmp_path / "identity.json").read_text()
+    results = run(data, tmp_path, replace(CONFIG, max_updates=3, seed=5))
+    assert results["resumed_from_step"] is None and "identity differs in 1 key(s): seed" in results["note"]
+    assert results["updates_this_run"] == 3 and (tmp_path / "identity.json").read_text() != old_identity
+    assert checkpoint.load(tmp_path / "best.pt")["identity"]["seed"] == 5
+
+
+@pytest.mark.slow
+def test_finished_run_resumes_as_a_no_op_with_a_receipt(data, tmp_path, capsys):
+    # lr 0: validation never improves, so patience 2 ends the run at the second check after step 0.
+    config = replace(CONFIG, optim=replace(CONFIG.optim, lr=0.0), patience=2, max_updates=None)
+    results = run(data, tmp_path, config)
+    assert results["status"] == "early_stop" and results["step"] == 6 and results["best_step"] == 0
+    assert [h["bad_checks"] for h in results["history"]] == [0, 1, 2]
+    capsys.readouterr()
+    before = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in tmp_path.rglob("*") if p.is_file()}
+    receipt = run(data, tmp_path, config)
+    assert receipt["status"] == "early_stop" and receipt["resume_action"] == "no_op_terminal"
+    assert receipt["optimizer_updates"] == 0 and receipt["checkpoint_written"] is False
+    assert json.loads(capsys.readouterr().out) == receipt
+    after = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in tmp_path.rglob("*") if p.is_file()}
+    assert after == before
+    # Raising max_updates does not revive an early-stopped run either.
+    assert run(data, tmp_path, replace(config, max_updates=100))["resume_action"] == "no_op_terminal"
+
+
+def test_max_updates_extends_a_run_whose_schedule_is_unchanged(data, tmp_path):
+    done = run(data, tmp_path, replace(CONFIG, max_updates=3))
+    assert run(data, tmp_path, replace(CONFIG, max_updates=3))["resume_action"] == "no_op_terminal"
+    more = run(data, tmp_path, replace(CONFIG, max_updates=4))
+    assert (done["step"], more["step"], more["resumed_from_step"]) == (3, 4, 3)
+
+
+def test_non_finite_gradient_norm_fails_loudly_and_keeps_the_last_checkpoint(data, tmp_path):
+    config = replace(CONFIG, optim=replace(CONFIG.optim, lr=1e30), validation_every_steps=None)
+    with pytest.raises(FloatingPointError, match=r"gradient norm is (nan|inf) at step 2"):
+        run(data, tmp_path, config)
+    model, payload = checkpoint.load_model(tmp_path / "last.pt")  # the step-0 checkpoint, intact
+    assert payload["train_state"]["step"] == 0
+    assert all(torch.isfinite(p).all() for p in model.parameters())

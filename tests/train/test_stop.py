@@ -1,0 +1,112 @@
+"""Stopping: the job deadline (between steps and in the middle of a validation), the time
+budget, and early stopping; a stopped run resumes to the bytes of an uninterrupted one."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from chesscore import checkpoint, failures
+from chesscore.train.data import TrainData
+from chesscore.train.deadline import Deadline, parse_time
+from chesscore.train.distributed import setup
+from chesscore.train.state import TrainState
+from chesscore.train.trainer import Trainer
+from stages import train as train_stage
+from tests.training_data import CONFIG, MODEL, run, same_artifacts, small_data
+
+
+@pytest.fixture(scope="module")
+def data() -> TrainData:
+    return small_data()
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(data, tmp_path_factory) -> Path:
+    output = tmp_path_factory.mktemp("uninterrupted")
+    run(data, output)
+    return output
+
+
+class LateClock:
+    """Time for Deadline(at=1, margin=0): on time until the run reaches `step`, then on time
+    for `grace` more readings, then past the deadline. Real time would make the point at
+    which the deadline falls a matter of luck."""
+
+    def __init__(self, step: int, grace: int = 0) -> None:
+        self.step, self.grace, self.trainer = step, grace, None
+
+    def __call__(self) -> float:
+        if self.trainer is not None and self.trainer.state.step >= self.step:
+            if self.grace == 0:
+                return 2.0
+            self.grace -= 1
+        return 0.0
+
+
+def run_until_deadline(data: TrainData, output: Path, clock: LateClock) -> dict:
+    trainer = Trainer(
+        CONFIG, data, output, setup("cpu"), model_config=MODEL, deadline=Deadline(at=1.0, margin=0.0, clock=clock)
+    )
+    clock.trainer = trainer
+    return trainer.run()
+
+
+@pytest.mark.slow
+def test_validation_cut_short_changes_neither_best_nor_patience(data, uninterrupted, tmp_path):
+    # The validation owed at step 6 reads one of its two batches, then the deadline falls.
+    results = run_until_deadline(data, tmp_path, LateClock(step=6, grace=1))
+    assert results["status"] == "deadline_soft_stop" and results["step"] == 6
+    reference = json.loads((uninterrupted / "results.json").read_text())["history"]
+    assert results["history"] == reference[:2]  # steps 0 and 3: nothing of the cut validation
+    saved = TrainState.from_dict(checkpoint.load(tmp_path / "last.pt")["train_state"])
+    assert saved.validation_due
+    assert (saved.best_nll, saved.bad_checks) == (reference[1]["best_nll"], reference[1]["bad_checks"])
+    assert saved.best_step == max(h["step"] for h in reference[:2] if h["improved"])
+    assert checkpoint.load(tmp_path / "best.pt")["step"] == saved.best_step <= 3
+    events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert [e["step"] for e in events if e["event"] == "validation_cut_short"] == [6]
+    # The resumed run first does the owed validation, then goes on as if never stopped.
+    assert run(data, tmp_path)["resumed_from_step"] == 6
+    same_artifacts(uninterrupted, tmp_path)
+
+
+@pytest.mark.slow
+def test_deadline_between_steps_is_a_resumable_soft_stop(data, uninterrupted, tmp_path):
+    results = run_until_deadline(data, tmp_path, LateClock(step=4))
+    assert results["status"] == "deadline_soft_stop" and results["step"] == 4
+    assert not checkpoint.load(tmp_path / "last.pt")["train_state"]["validation_due"]
+    run(data, tmp_path)
+    same_artifacts(uninterrupted, tmp_path)
+
+
+@pytest.mark.slow
+def test_time_budget_pauses_and_resumes(data, uninterrupted, tmp_path):
+    results = run(data, tmp_path, replace(CONFIG, max_seconds=1e-6))
+    assert results["status"] == "time_budget" and results["step"] == 0 and len(results["history"]) == 1
+    run(data, tmp_path)  # not part of the identity: a new budget resumes the run
+    same_artifacts(uninterrupted, tmp_path)
+
+
+def test_deadline_spellings():
+    assert parse_time("2026-11-30T18:00:00+00:00") == parse_time("2026-11-30T18:00:00Z") == 1796061600.0
+    assert parse_time("1796061600") == parse_time(1796061600) == 1796061600.0
+    with pytest.raises(ValueError, match="no time zone"):
+        parse_time("2026-11-30T18:00:00")
+    with pytest.raises(ValueError, match="neither"):
+        parse_time("tomorrow")
+    assert Deadline.parse(None).seconds_left() == float("inf")
+    assert Deadline(at=100.0, margin=10.0, clock=lambda: 89.0).soft_stop() is False
+    assert Deadline(at=100.0, margin=10.0, clock=lambda: 90.0).soft_stop() is True
+
+
+def test_stage_refuses_to_start_past_the_deadline(tmp_path, monkeypatch):
+    monkeypatch.setenv("CHESS_JOB_DEADLINE", "2000-01-01T00:00:00Z")
+    with pytest.raises(failures.Refused, match="deadline 2000-01-01T00:00:00Z .* has passed"):
+        train_stage.main(
+            ["--params", str(tmp_path / "none.yaml"), "--dataset", str(tmp_path), "--output", str(tmp_path / "out")]
+        )
+    assert not (tmp_path / "out").exists()
