@@ -7,6 +7,8 @@ At the top, what every part shares:
     checkpoint  saving and loading checkpoints (tensors + JSON-able metadata, weights_only=True)
     failures    the three kinds of expected failure (bad input, refused, temporary) and exit codes
     fileio      atomic writes, content hashes, YAML read as DVC reads it
+    config      settings dataclasses: checked mappings, fields documented by their comments
+    progress    the progress bar every long loop shows
 
 Then one sub-package per concern, in the order the pipeline runs:
 
@@ -18,7 +20,7 @@ Then one sub-package per concern, in the order the pipeline runs:
     play/       playing games: move choice, game endings, Stockfish, the arena, Elo, the UCI engine
     selfplay/   self-play games in many processes (or on Ray) and the RL update
     lineage/    the audit of an artifact back to the raw dump (artifacts' records and dvc.lock)
-    cli/        what every stage CLI shares: params, exit codes (runner), faults, progress bars
+    cli/        what every stage CLI shares: params and flags, exit codes (runner), faults
     pipeline/   the pipeline as a whole: params profiles, the one-screen summary of a run
     samplegen/  the generator of the embedded sample
 """

@@ -68,9 +68,14 @@ def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
 def load_yaml(path: str | os.PathLike) -> Any:
     """A YAML file read safely (no Python tags) and as YAML 1.2, the way DVC reads params.yaml
     and dvc.lock: `1e-5` is a float here, where PyYAML's YAML 1.1 makes it a string."""
+    return load_yaml_text(Path(path).read_text(encoding="utf-8"))
+
+
+def load_yaml_text(text: str) -> Any:
+    """YAML text read as load_yaml reads a file (a flag's `1e-3` is the number params.yaml's is)."""
     from ruamel.yaml import YAML  # imported here: most users of this module never read YAML
 
-    return YAML(typ="safe", pure=True).load(Path(path).read_text(encoding="utf-8"))
+    return YAML(typ="safe", pure=True).load(text)
 
 
 def sha256_bytes(data: bytes) -> str:

@@ -22,6 +22,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from chesscore.failures import Refused
 from chesscore.tokens import VOCAB_SIZE
 
 
@@ -204,3 +205,17 @@ class GPT(nn.Module):
         if cache is not None:
             cache.lengths += T
         return self.lm_head(self.transformer.ln_f(x))
+
+
+def pick_device(choice: str, index: int = 0) -> torch.device:
+    """The device a setting names: `auto` (CUDA when torch sees one, else the CPU), `cpu` or
+    `cuda` (device `index`, e.g. a rank's local GPU). Asking for CUDA without one is refused."""
+    if choice == "auto":
+        choice = "cuda" if torch.cuda.is_available() else "cpu"
+    if choice == "cuda":
+        if not torch.cuda.is_available():
+            raise Refused("device cuda was asked for, but torch sees no CUDA device (use auto or cpu)")
+        return torch.device("cuda", index)
+    if choice != "cpu":
+        raise Refused(f"device must be auto, cpu or cuda, not {choice!r}")
+    return torch.device("cpu")

@@ -18,6 +18,8 @@ local server that Prefect starts by itself.
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import os
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,8 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact, cr
 from prefect.cache_policies import NO_CACHE
 from prefect.tasks import exponential_backoff
 
+from chesscore.cli.params import read_params
+from chesscore.config import from_mapping
 from chesscore.pipeline import profile as profiles
 from chesscore.pipeline import summary
 from flows import dvc_stages
@@ -116,7 +120,8 @@ def pipeline(
     if unknown:
         raise ValueError(f"unknown stage(s) {', '.join(unknown)}; dvc.yaml has {', '.join(order)}")
     chosen = [stage for stage in order if stages is None or stage in stages]
-    logger.info("stages in order: %s", " -> ".join(chosen))
+    check_params(params_path, chosen)
+    logger.info("stages in order: %s; their params.yaml sections are as the stages read them", " -> ".join(chosen))
     attempt = run_stage.with_options(
         retries=retries,
         retry_delay_seconds=exponential_backoff(retry_delay_seconds),
@@ -126,6 +131,16 @@ def pipeline(
     results = [attempt(repo, stage) for stage in chosen]
     publish_summary(Path(repo), results)
     return results
+
+
+def check_params(params_path: Path, stages: list[str]) -> None:
+    """Every chosen stage's params.yaml section checked against its settings before the first
+    stage runs: a typo in `train:` fails the run now, not after validate and convert."""
+    for stage in stages:
+        if ":" in stage or importlib.util.find_spec(f"stages.{stage}") is None:
+            continue  # a stage of another dvc.yaml, or one without a CLI of ours
+        settings = importlib.import_module(f"stages.{stage}").Settings
+        from_mapping(settings, read_params(params_path, stage), where=f"{params_path}: {stage}")
 
 
 def publish_summary(root: Path, results: list[dict[str, Any]]) -> None:

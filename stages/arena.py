@@ -12,24 +12,20 @@ Debian's `stockfish` package; where it is missing the stage stops and says how t
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
-from tqdm import tqdm
 
-from chesscore import failures
 from chesscore.checkpoint import load_model
-from chesscore.cli.params import PARAMS, params_section
+from chesscore.cli.params import stage_settings
 from chesscore.cli.runner import run_stage
+from chesscore.config import flat
 from chesscore.fileio import atomic_write_json, atomic_write_text, csv_text, sha256_file
+from chesscore.model import pick_device
 from chesscore.play.arena import (
-    CHECKPOINT,
-    RANDOM,
     STOCKFISH,
     ArenaConfig,
     ArenaGame,
@@ -39,67 +35,29 @@ from chesscore.play.arena import (
     play_match,
     summarise,
 )
-from chesscore.play.engine import StockfishLevel, find_stockfish
+from chesscore.play.engine import find_stockfish
+from chesscore.play.opponents import OpponentSpec, StockfishSearch, build_opponents, check_names
+from chesscore.progress import progress_bar
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    d = params_section(argv, "arena")[1].get
-    p = argparse.ArgumentParser(
-        prog="python -m stages.arena",
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    p.add_argument("--params", type=Path, default=PARAMS, help="params file (its `arena:` section)")
-    p.add_argument("--checkpoint", type=Path, default=d("checkpoint", "data/train/best.pt"))
-    p.add_argument("--out", type=Path, default=d("out", "data/arena"))
-    p.add_argument("--games", type=int, default=d("games", 8), help="games per opponent")
-    p.add_argument("--temperature", type=float, default=d("temperature", 0.0), help="0: the model's top move")
-    p.add_argument("--max-plies", type=int, default=d("max_plies", 300), help="adjudicated draw after this")
-    p.add_argument("--concurrency", type=int, default=d("concurrency", 32), help="games per batch")
-    p.add_argument("--seed", type=int, default=d("seed", 0))
-    p.add_argument("--device", default=d("device", "cpu"), help="cpu, cuda, or auto (cuda when present)")
-    p.add_argument("--threads", type=int, default=d("threads", 1), help="torch CPU threads")
-    p.add_argument(
-        "--stockfish",
-        default=(d("stockfish") or {}).get("path"),
-        help="Stockfish executable (default: PATH, then /usr/games/stockfish)",
-    )
-    args = p.parse_args(argv)
-    args.opponents = d("opponents") or [{"name": "random", "kind": RANDOM}]
-    args.stockfish_search = d("stockfish") or {}
-    return args
+@dataclass(frozen=True)
+class Settings:
+    """params.yaml's `arena:` section; every key is also a flag (`--games 20`, `--stockfish-nodes 2000`)."""
 
+    checkpoint: Path = Path("data/train/best.pt")  # the model under test
+    out: Path = Path("data/arena")  # arena.json, results.csv, games.pgn, games.csv, report.md
+    device: Literal["auto", "cpu", "cuda"] = "cpu"  # auto: cuda when present
+    threads: int = 1  # torch CPU threads (Stockfish takes the other core)
+    stockfish: StockfishSearch = StockfishSearch()  # how every Stockfish opponent searches
+    opponents: tuple[OpponentSpec, ...] = (OpponentSpec("random", "random"),)  # who the model plays, in order
+    match: ArenaConfig = flat(ArenaConfig)  # games per opponent, temperature, ply cap, seed
 
-def build_opponents(specs: list[dict[str, Any]], search: dict[str, Any], device: str) -> list[Opponent]:
-    """Opponents from params (`kind: random | stockfish | checkpoint`), checked before any game."""
-    opponents, names = [], set()
-    for spec in specs:
-        name, kind = spec.get("name"), spec.get("kind")
-        if not name or name in names:
-            raise ValueError(f"arena.opponents: every opponent needs a unique name (got {name!r})")
-        names.add(name)
-        if kind == RANDOM:
-            opponents.append(Opponent.random(name))
-        elif kind == STOCKFISH:
-            opponents.append(
-                Opponent.stockfish(
-                    StockfishLevel(
-                        name,
-                        uci_elo=spec.get("uci_elo"),
-                        skill=spec.get("skill"),
-                        movetime_ms=spec.get("movetime_ms", search.get("movetime_ms", 20)),
-                        nodes=spec.get("nodes", search.get("nodes")),
-                        threads=search.get("threads", 1),
-                        hash_mb=search.get("hash_mb", 16),
-                    )
-                )
-            )
-        elif kind == CHECKPOINT:
-            model, payload = load_model(spec["path"], device)
-            opponents.append(Opponent.checkpoint(name, model, f"chesscore {spec['path']}"))
-        else:
-            raise ValueError(f"arena.opponents: {name!r} has kind {kind!r}; expected random, stockfish or checkpoint")
-    return opponents
+    def __post_init__(self) -> None:
+        if self.threads < 1:
+            raise ValueError(f"threads must be >= 1, got {self.threads}")
+        if not self.opponents:
+            raise ValueError("opponents: the arena needs at least one opponent")
+        check_names(self.opponents)
 
 
 def _elo_text(row: dict[str, Any], keys=("elo", "low", "high")) -> str:
@@ -164,43 +122,33 @@ def report_markdown(summary: dict[str, Any], checkpoint: str, config: ArenaConfi
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    torch.set_num_threads(max(1, args.threads))
-    if args.device == "auto":
-        args.device = "cuda" if torch.cuda.is_available() else "cpu"
-    config = ArenaConfig(
-        games=args.games,
-        temperature=args.temperature,
-        max_plies=args.max_plies,
-        concurrency=args.concurrency,
-        seed=args.seed,
-    )
+    settings, _ = stage_settings(argv, "arena", Settings, __doc__)
+    config = settings.match
+    torch.set_num_threads(settings.threads)
+    device = str(pick_device(settings.device))
     # Stockfish missing (StockfishMissing) or a checkpoint that is not ours (CheckpointError)
     # end the stage through run_stage: exit 78 with one line saying what to do.
-    needs_stockfish = any(spec.get("kind") == STOCKFISH for spec in args.opponents)
-    stockfish = find_stockfish(args.stockfish) if needs_stockfish else None
-    model, _ = load_model(args.checkpoint, args.device)
-    try:
-        opponents = build_opponents(args.opponents, args.stockfish_search, args.device)
-    except (ValueError, KeyError) as error:
-        raise failures.Refused(f"arena.opponents in params: {error}") from None
+    needs_stockfish = any(spec.kind == STOCKFISH for spec in settings.opponents)
+    stockfish = find_stockfish(settings.stockfish.path) if needs_stockfish else None
+    model, _ = load_model(settings.checkpoint, device)
+    opponents = build_opponents(settings.opponents, settings.stockfish, device)
     started = time.perf_counter()
     matches: list[tuple[Opponent, list[ArenaGame]]] = []
-    with tqdm(total=config.games * len(opponents), desc="arena", unit="game", file=sys.stderr) as bar:
+    with progress_bar(total=config.games * len(opponents), desc="arena", unit="game") as bar:
         for opponent in opponents:
             bar.set_postfix_str(opponent.name)
             matches.append((opponent, play_match(model, opponent, config, stockfish, lambda _: bar.update())))
     seconds = time.perf_counter() - started
-    checkpoint = str(args.checkpoint)
+    checkpoint = str(settings.checkpoint)
     summary = summarise(matches)
     record = {
-        "checkpoint": {"path": checkpoint, "sha256": sha256_file(args.checkpoint)},
+        "checkpoint": {"path": checkpoint, "sha256": sha256_file(settings.checkpoint)},
         "config": asdict(config),
         **summary,
         # keyed by name, so `dvc metrics show` lists every opponent's numbers
         "opponents": {row["name"]: row for row in summary["opponents"]},
     }
-    out = args.out
+    out = settings.out
     atomic_write_json(out / "arena.json", record)
     atomic_write_text(out / "games.pgn", pgn_text(matches, checkpoint))
     game_table = game_rows(matches)

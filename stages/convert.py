@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,31 +24,30 @@ from typing import Any
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from chesscore import failures
-from chesscore.cli.params import PARAMS, config_from, params_section, worker_count
-from chesscore.cli.progress import progress_bar
+from chesscore.cli.params import stage_settings, worker_count
 from chesscore.cli.runner import run_stage
+from chesscore.config import flat
 from chesscore.ingest import validate_run
-from chesscore.ingest.convert import ConvertConfig, LeakageError, run_convert
+from chesscore.ingest.convert import ConvertConfig, run_convert
+from chesscore.progress import progress_bar
 
 
-def parser(defaults: dict[str, Any]) -> argparse.ArgumentParser:
-    d = defaults.get
-    p = argparse.ArgumentParser(
-        prog="python -m stages.convert",
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    p.add_argument("--params", type=Path, default=PARAMS, help="params file (its `convert:` section)")
-    p.add_argument(
-        "--validated",
-        type=Path,
-        default=Path(d("validated", "data/validated")),
-        help="the validate stage's output folder",
-    )
-    p.add_argument("--out", type=Path, default=Path(d("out", "data/dataset")), help="dataset folder to write")
-    p.add_argument("--workers", type=int, default=d("workers", 1), help="shard-writing threads (0: one per core)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    return p
+@dataclass(frozen=True)
+class Settings:
+    """params.yaml's `convert:` section; every key is also a flag (`--shard-games 50000`)."""
+
+    validated: Path = Path("data/validated")  # the validate stage's output folder
+    out: Path = Path("data/dataset")  # the dataset folder to write (shards/ and manifest.json)
+    workers: int = 1  # shard-writing threads; 0: one per core (the output is the same for any count)
+    dataset: ConvertConfig = flat(ConvertConfig)  # splits and shards (recorded in the manifest)
+
+    def __post_init__(self) -> None:
+        if self.workers < 0:
+            raise ValueError(f"workers must be >= 0 (0: one per core), got {self.workers}")
+
+
+def no_progress(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def summary(manifest: dict[str, Any], out: Path, seconds: float) -> str:
@@ -67,28 +67,23 @@ def summary(manifest: dict[str, Any], out: Path, seconds: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    params_path, values = params_section(argv, "convert")
-    args = parser(values).parse_args(argv)
-    config = config_from(values, ConvertConfig, params_path, "convert")
-    if not all(
-        (args.validated / name).is_file() for name in (validate_run.GAMES, validate_run.INPUTS, validate_run.REPORT)
-    ):
+    settings, args = stage_settings(argv, "convert", Settings, __doc__, extra=no_progress)
+    validated = settings.validated
+    if not all((validated / name).is_file() for name in (validate_run.GAMES, validate_run.INPUTS, validate_run.REPORT)):
         raise failures.BadInput(
-            f"{args.validated}: no {validate_run.GAMES}, {validate_run.INPUTS} and "
+            f"{validated}: no {validate_run.GAMES}, {validate_run.INPUTS} and "
             f"{validate_run.REPORT} (run the validate stage first)"
         )
-    total = json.loads((args.validated / validate_run.REPORT).read_text(encoding="utf-8"))["accepted"]
+    total = json.loads((validated / validate_run.REPORT).read_text(encoding="utf-8"))["accepted"]
     bar = progress_bar(not args.no_progress, total=total, unit="game", desc="convert")
     start = time.perf_counter()
     try:
         manifest = run_convert(
-            args.validated, args.out, config, workers=worker_count(args.workers), progress=bar.update
+            validated, settings.out, settings.dataset, workers=worker_count(settings.workers), progress=bar.update
         )
-    except LeakageError as error:
-        raise failures.BadInput(str(error)) from None
     finally:
         bar.close()
-    print(summary(manifest, args.out, time.perf_counter() - start))
+    print(summary(manifest, settings.out, time.perf_counter() - start))
     return 0
 
 

@@ -16,90 +16,76 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Literal
 
 import torch
-from tqdm import tqdm
 
 from chesscore import failures
 from chesscore.checkpoint import load_model
-from chesscore.cli.params import PARAMS, params_section
+from chesscore.cli.params import stage_settings
 from chesscore.cli.runner import run_stage
+from chesscore.config import flat
 from chesscore.data import dataset
 from chesscore.eval.evaluate import EvalConfig, check_dataset, evaluate, sample_test_games
 from chesscore.eval.report import write_outputs
 from chesscore.fileio import sha256_file, sha256_json
+from chesscore.model import pick_device
+from chesscore.progress import progress_bar
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    d = params_section(argv, "evaluate")[1].get
-    p = argparse.ArgumentParser(
-        prog="python -m stages.evaluate",
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    p.add_argument("--params", type=Path, default=PARAMS, help="params file (its `evaluate:` section)")
-    p.add_argument("--checkpoint", type=Path, default=d("checkpoint", "data/train/best.pt"))
-    p.add_argument("--dataset", type=Path, default=d("dataset", "data/dataset"))
-    p.add_argument("--out", type=Path, default=d("out", "data/evaluate"))
-    p.add_argument("--games", type=int, default=d("games", 200), help="test games sampled (0: all)")
-    p.add_argument("--batch-size", type=int, default=d("batch_size", 32), help="games per batch")
-    p.add_argument("--top-k", type=int, default=d("top_k", 3), help="move matching: top-1 and top-k")
-    p.add_argument("--seed", type=int, default=d("seed", 0), help="keys the test-game sample")
-    p.add_argument("--rating-bin", type=int, default=d("rating_bin", 100))
-    p.add_argument("--opening-until-ply", type=int, default=d("opening_until_ply", 20))
-    p.add_argument("--middlegame-until-ply", type=int, default=d("middlegame_until_ply", 60))
-    p.add_argument("--device", default=d("device", "cpu"), help="cpu, cuda, or auto (cuda when present)")
-    p.add_argument("--threads", type=int, default=d("threads", 2), help="torch CPU threads")
-    p.add_argument(
+@dataclass(frozen=True)
+class Settings:
+    """params.yaml's `evaluate:` section; every key is also a flag (`--games 500`)."""
+
+    checkpoint: Path = Path("data/train/best.pt")  # any chesscore checkpoint whose identity names `dataset`
+    dataset: Path = Path("data/dataset")  # the convert stage's output; evaluate is the only reader of its test split
+    out: Path = Path("data/evaluate")  # metrics.json, report.md, by_rating/by_time_control/by_phase.csv, plots/
+    device: Literal["auto", "cpu", "cuda"] = "cpu"  # auto: cuda when present
+    threads: int = 1  # torch CPU threads (the forwards are small: more threads than free cores hurt)
+    evaluation: EvalConfig = flat(EvalConfig)  # what is measured (chesscore.eval.evaluate)
+
+    def __post_init__(self) -> None:
+        if self.threads < 1:
+            raise ValueError(f"threads must be >= 1, got {self.threads}")
+
+
+def extra_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
         "--allow-other-dataset",
         action="store_true",
         help="evaluate a checkpoint whose identity names another dataset (or none)",
     )
-    p.add_argument("--force", action="store_true", help="evaluate again even if OUT holds this evaluation")
-    return p.parse_args(argv)
+    parser.add_argument("--force", action="store_true", help="evaluate again even if OUT holds this evaluation")
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    torch.set_num_threads(max(1, args.threads))
-    if args.device == "auto":
-        args.device = "cuda" if torch.cuda.is_available() else "cpu"
-    try:
-        config = EvalConfig(
-            games=args.games or None,
-            batch_size=args.batch_size,
-            top_k=args.top_k,
-            seed=args.seed,
-            rating_bin=args.rating_bin,
-            opening_until_ply=args.opening_until_ply,
-            middlegame_until_ply=args.middlegame_until_ply,
-        )
-    except ValueError as error:
-        raise failures.Refused(str(error)) from None
+    settings, args = stage_settings(argv, "evaluate", Settings, __doc__, extra=extra_flags)
+    config, out = settings.evaluation, settings.out
+    torch.set_num_threads(settings.threads)
+    device = str(pick_device(settings.device))
     # A damaged dataset (IntegrityError: exit 65), a checkpoint that is not ours or was trained
     # on another dataset (CheckpointError, DatasetMismatch: exit 78) end the stage through
     # run_stage with one line naming the file.
-    manifest = dataset.manifest(args.dataset)
-    model, payload = load_model(args.checkpoint, args.device)
-    check = check_dataset(payload, manifest, args.allow_other_dataset, str(args.checkpoint))
-    checkpoint_sha = sha256_file(args.checkpoint)
+    manifest = dataset.manifest(settings.dataset)
+    model, payload = load_model(settings.checkpoint, device)
+    check = check_dataset(payload, manifest, args.allow_other_dataset, str(settings.checkpoint))
+    checkpoint_sha = sha256_file(settings.checkpoint)
     key = sha256_json({"checkpoint": checkpoint_sha, "dataset": manifest["fingerprint"], "config": asdict(config)})
-    previous = args.out / "metrics.json"
+    previous = out / "metrics.json"
     if previous.is_file() and not args.force:
         if json.loads(previous.read_text(encoding="utf-8")).get("evaluation_key") == key:
-            print(f"evaluate: {args.out} already holds this evaluation ({key[:16]}); --force to redo")
+            print(f"evaluate: {out} already holds this evaluation ({key[:16]}); --force to redo")
             return 0
 
     started = time.perf_counter()
-    games, split_size = sample_test_games(args.dataset, config.games, config.seed)
+    games, split_size = sample_test_games(settings.dataset, config.games, config.seed)
     if not games:
-        raise failures.BadInput(f"{args.dataset}: the test split has no games")
+        raise failures.BadInput(f"{settings.dataset}: the test split has no games")
     positions = 0
-    with tqdm(total=len(games), desc="evaluate", unit="game", file=sys.stderr) as bar:
+    with progress_bar(total=len(games), desc="evaluate", unit="game") as bar:
 
         def progress(n_games: int, n_positions: int) -> None:
             nonlocal positions
@@ -113,12 +99,12 @@ def main(argv: list[str] | None = None) -> int:
     record = {
         "evaluation_key": key,
         "checkpoint": {
-            "path": str(args.checkpoint),
+            "path": str(settings.checkpoint),
             "sha256": checkpoint_sha,
             "config_name": f"{payload['config']['n_layer']}x{payload['config']['n_embd']}",
             "parameters": model.num_parameters(),
         },
-        "dataset": {"path": str(args.dataset), "fingerprint": manifest["fingerprint"], "check": check},
+        "dataset": {"path": str(settings.dataset), "fingerprint": manifest["fingerprint"], "check": check},
         "test_split": {
             "read_by": "evaluate",
             "games_in_split": split_size,
@@ -131,12 +117,12 @@ def main(argv: list[str] | None = None) -> int:
         },
         **results,
     }
-    write_outputs(args.out, record)
+    write_outputs(out, record)
 
     free, tf = record["free_running"], record["teacher_forced"]
     k = config.top_k
     print(
-        f"\nevaluate: {args.checkpoint} on {args.dataset} (test split, {len(games)} of {split_size} games, "
+        f"\nevaluate: {settings.checkpoint} on {settings.dataset} (test split, {len(games)} of {split_size} games, "
         f"{free['positions']:,} positions) in {seconds:.1f} s ({free['positions'] / seconds:.0f} positions/s)"
     )
     print(f"  move matching (legal-masked): top-1 {_pct(free['top1'])}  top-{k} {_pct(free[f'top{k}'])}")
@@ -153,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
             f"  {row['bucket']:<11} {row['positions']:>7} positions  top-1 {_pct(row['top1']):>6}  "
             f"top-{k} {_pct(row[f'top{k}']):>6}  legal {_pct(row['move_legal']):>6}"
         )
-    print(f"outputs: {args.out}/metrics.json, report.md, by_rating.csv, by_time_control.csv, by_phase.csv, plots/")
+    print(f"outputs: {out}/metrics.json, report.md, by_rating.csv, by_time_control.csv, by_phase.csv, plots/")
     return 0
 
 

@@ -17,47 +17,47 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from chesscore import failures
-from chesscore.cli.params import PARAMS, config_from, params_section
+from chesscore.cli.params import stage_settings
 from chesscore.cli.runner import run_stage
-from chesscore.selfplay.parallel import WorkerDied
+from chesscore.config import flat
+from chesscore.model import pick_device
 from chesscore.selfplay.run import CHECKPOINT, STATS, Execution, RunConfig, run_selfplay
-from chesscore.train.state import ResumeRefused
 
 
-def parser(defaults: dict[str, Any]) -> argparse.ArgumentParser:
-    d = defaults.get
-    p = argparse.ArgumentParser(
-        prog="python -m stages.selfplay",
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    p.add_argument("--params", type=Path, default=PARAMS, help="params file (its `selfplay:` section)")
-    p.add_argument(
-        "--checkpoint",
-        type=Path,
-        default=Path(d("checkpoint", "data/train/best.pt")),
-        help="the supervised checkpoint: the starting policy, the KL reference and the eval opponent",
-    )
-    p.add_argument("--out", type=Path, default=Path(d("out", "data/selfplay")), help="output folder")
-    p.add_argument("--games", type=int, default=d("games", RunConfig.games), help="self-play games per iteration")
-    p.add_argument("--workers", type=int, default=d("workers", 2), help="worker processes (0: in this process)")
-    p.add_argument("--iterations", type=int, default=d("iterations", RunConfig.iterations), help="play + update rounds")
-    p.add_argument("--threads-per-worker", type=int, default=d("threads_per_worker", 1))
-    p.add_argument("--backend", choices=("process", "ray"), default=d("backend", "process"))
-    p.add_argument("--device", default=d("device", "cpu"), help="of the update (and of the games with --workers 0)")
-    p.add_argument("--resume", default=d("resume", "auto"), help="auto | none | PATH of an rl.pt to continue")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    return p
+@dataclass(frozen=True)
+class Settings:
+    """params.yaml's `selfplay:` section; every key is also a flag (`--games 128 --workers 0`)."""
+
+    checkpoint: Path = Path("data/train/best.pt")  # the supervised model: starting policy, KL reference, eval opponent
+    out: Path = Path("data/selfplay")  # rl.pt, games.pgn, dataset/ (shards + manifest), stats.json
+    workers: int = 2  # worker processes (0: in this process); the output is the same for any count
+    threads_per_worker: int = 1  # torch threads in each worker
+    backend: Literal["process", "ray"] = "process"  # ray: the shards on the Ray cluster of RAY_ADDRESS
+    device: Literal["auto", "cpu", "cuda"] = "cpu"  # of the update, and of the games when workers is 0
+    resume: str = "auto"  # auto: continue OUT/rl.pt when its identity matches; none; or a path
+    run: RunConfig = flat(RunConfig)  # games, iterations, the update (chesscore.selfplay.run)
+
+    def __post_init__(self) -> None:
+        if self.workers < 0 or self.threads_per_worker < 1:
+            raise ValueError(
+                f"workers must be >= 0 and threads_per_worker >= 1, got {self.workers}, {self.threads_per_worker}"
+            )
 
 
-def summary(stats: dict[str, Any], args: argparse.Namespace) -> str:
+def no_progress(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def summary(stats: dict[str, Any], settings: Settings) -> str:
     e = stats["execution"]
     lines = [
-        f"selfplay: {args.checkpoint} -> {args.out}: {stats['iterations']} iteration(s), {stats['games']} games, "
+        f"selfplay: {settings.checkpoint} -> {settings.out}: {stats['iterations']} iteration(s), "
+        f"{stats['games']} games, "
         f"{e['workers']} worker(s) x {e['threads_per_worker']} thread(s), backend {e['backend']}",
         "  iter  decisive  mean reward  KL/move   vs supervised: W-D-L   score   Elo [95%]",
     ]
@@ -87,41 +87,33 @@ def summary(stats: dict[str, Any], args: argparse.Namespace) -> str:
     )
     splits = stats["dataset_splits"]
     lines.append(
-        f"  wrote {args.out}/{CHECKPOINT}, games.pgn, dataset/ (train {splits['train']['games']}, validation "
+        f"  wrote {settings.out}/{CHECKPOINT}, games.pgn, dataset/ (train {splits['train']['games']}, validation "
         f"{splits['validation']['games']}, test {splits['test']['games']} games), {STATS}"
     )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    params_path, values = params_section(argv, "selfplay")
-    args = parser(values).parse_args(argv)
-    cfg = config_from(
-        {**values, "games": args.games, "iterations": args.iterations}, RunConfig, params_path, "selfplay"
-    )
+    settings, args = stage_settings(argv, "selfplay", Settings, __doc__, extra=no_progress)
+    device = str(pick_device(settings.device))
     execution = Execution(
-        workers=args.workers,
-        threads_per_worker=args.threads_per_worker,
-        backend=args.backend,
-        device=args.device,
+        workers=settings.workers,
+        threads_per_worker=settings.threads_per_worker,
+        backend=settings.backend,
+        device=device,
         progress=not args.no_progress,
     )
-    if not args.checkpoint.is_file():
-        raise failures.BadInput(f"{args.checkpoint}: no checkpoint (run the train stage first)")
-    try:
-        stats = run_selfplay(
-            args.checkpoint,
-            args.out,
-            cfg,
-            execution,
-            resume=args.resume,
-            log=lambda line: print(line, file=sys.stderr, flush=True),
-        )
-    except ResumeRefused as error:
-        raise failures.Refused(str(error)) from None
-    except WorkerDied as error:
-        raise failures.Temporary(str(error)) from None
-    print(summary(stats, args))
+    if not settings.checkpoint.is_file():
+        raise failures.BadInput(f"{settings.checkpoint}: no checkpoint (run the train stage first)")
+    stats = run_selfplay(
+        settings.checkpoint,
+        settings.out,
+        settings.run,
+        execution,
+        resume=settings.resume,
+        log=lambda line: print(line, file=sys.stderr, flush=True),
+    )
+    print(summary(stats, settings))
     return 0
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,41 +26,35 @@ from typing import Any
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from chesscore import failures
-from chesscore.cli.params import PARAMS, config_from, params_section, worker_count
-from chesscore.cli.progress import progress_bar
+from chesscore.cli.params import stage_settings, worker_count
 from chesscore.cli.runner import run_stage
+from chesscore.config import flat
 from chesscore.ingest.validate import ValidateConfig
 from chesscore.ingest.validate_run import run_validate
 from chesscore.pgn.inputs import find_inputs
+from chesscore.progress import progress_bar
 
 
-def parser(defaults: dict[str, Any]) -> argparse.ArgumentParser:
-    d = defaults.get
-    raw = d("raw", "data/raw")
-    p = argparse.ArgumentParser(
-        prog="python -m stages.validate",
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    p.add_argument("--params", type=Path, default=PARAMS, help="params file (its `validate:` section)")
-    p.add_argument(
-        "--raw",
-        nargs="+",
-        type=Path,
-        default=[Path(r) for r in ([raw] if isinstance(raw, str) else raw)],
-        help="PGN files (.pgn, .pgn.zst, .gz, .bz2) or folders of them",
-    )
-    p.add_argument("--out", type=Path, default=Path(d("out", "data/validated")), help="output folder")
-    p.add_argument("--workers", type=int, default=d("workers", 1), help="parsing processes (0: one per core)")
-    p.add_argument("--batch-games", type=int, default=d("batch_games", 4000), help="games per work unit")
-    p.add_argument(
-        "--strict",
-        action=argparse.BooleanOptionalAction,
-        default=d("strict", False),
-        help="fail (after writing) when a file could not be read to its end",
-    )
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    return p
+@dataclass(frozen=True)
+class Settings:
+    """params.yaml's `validate:` section; every key is also a flag (`--batch-games 2000`)."""
+
+    raw: tuple[Path, ...] = (Path("data/raw"),)  # PGN files (.pgn, .pgn.zst, .gz, .bz2) or folders of them
+    out: Path = Path("data/validated")  # output folder
+    workers: int = 1  # parsing processes; 0: one per core (the output is the same for any count)
+    batch_games: int = 4000  # games per work unit (the output is the same for any size)
+    strict: bool = False  # fail (exit 65, after writing) when a file cannot be read to its end
+    rules: ValidateConfig = flat(ValidateConfig)  # what makes a game acceptable (recorded in the manifest)
+
+    def __post_init__(self) -> None:
+        if self.workers < 0:
+            raise ValueError(f"workers must be >= 0 (0: one per core), got {self.workers}")
+        if self.batch_games < 1:
+            raise ValueError(f"batch_games must be >= 1, got {self.batch_games}")
+
+
+def no_progress(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def summary(report: dict[str, Any], out: Path, seconds: float, workers: int) -> str:
@@ -87,12 +82,10 @@ def summary(report: dict[str, Any], out: Path, seconds: float, workers: int) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    params_path, values = params_section(argv, "validate")
-    args = parser(values).parse_args(argv)
-    config = config_from(values, ValidateConfig, params_path, "validate")
-    workers = worker_count(args.workers)
+    settings, args = stage_settings(argv, "validate", Settings, __doc__, extra=no_progress)
+    workers = worker_count(settings.workers)
     try:
-        files = find_inputs(args.raw)
+        files = find_inputs(list(settings.raw))
     except FileNotFoundError as error:
         raise failures.BadInput(str(error)) from None
     total = sum(path.stat().st_size for path in files)
@@ -107,11 +100,13 @@ def main(argv: list[str] | None = None) -> int:
 
     start = time.perf_counter()
     try:
-        report = run_validate(files, args.out, config, workers=workers, batch_games=args.batch_games, progress=progress)
+        report = run_validate(
+            files, settings.out, settings.rules, workers=workers, batch_games=settings.batch_games, progress=progress
+        )
     finally:
         bar.close()
-    print(summary(report, args.out, time.perf_counter() - start, workers))
-    if args.strict and report["file_errors"]:
+    print(summary(report, settings.out, time.perf_counter() - start, workers))
+    if settings.strict and report["file_errors"]:
         problems = "; ".join(f"{e['path']}: {e['error']}" for e in report["file_errors"])
         raise failures.BadInput(f"--strict: {problems}")
     return 0

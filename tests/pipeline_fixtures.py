@@ -38,7 +38,7 @@ _PIPELINE: dict[str, PipelineRun] = {}
 # The smallest params that still run every code path of every stage (a tiny model, a few updates,
 # a handful of games per opponent, one self-play iteration in-process). Applied to a copy only.
 TINY = {
-    "train.config": "tiny",
+    "train.model": "tiny",
     "train.micro": 8,
     "train.max_updates": 4,
     "train.validation_every_steps": 4,

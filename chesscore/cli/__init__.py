@@ -1,15 +1,15 @@
 """The command-line plumbing every stage CLI shares, and the `chesscore` command.
 
-    path, values = params_section(argv, "convert")      # params.yaml's convert: section
+    settings, args = stage_settings(argv, "convert", Settings, __doc__)   # params.yaml + flags, checked
     run_stage("convert", main)                           # faults first, then exit codes by kind
 
-Modules: `params` (params.yaml sections -> config dataclasses), `runner` (a stage's last line:
-failure kinds to exit codes), `faults` (CHESSCORE_FAULT: failures on purpose, for tests and
-rehearsals), `progress` (progress bars), `commands` (the `chesscore` command: lineage, uci,
+Modules: `params` (params.yaml sections and the flags generated from a settings dataclass),
+`runner` (a stage's last line: failure kinds to exit codes), `faults` (CHESSCORE_FAULT: failures
+on purpose, for tests and rehearsals), `commands` (the `chesscore` command: lineage, uci,
 samplegen).
 """
 
-from chesscore.cli.params import config_from, params_section, worker_count
+from chesscore.cli.params import stage_settings, worker_count
 from chesscore.cli.runner import run_stage
 
-__all__ = ["config_from", "params_section", "run_stage", "worker_count"]
+__all__ = ["run_stage", "stage_settings", "worker_count"]

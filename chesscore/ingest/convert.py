@@ -38,9 +38,9 @@ class LeakageError(BadInput):
 class ConvertConfig:
     """How games become a dataset; all of it is recorded in the manifest."""
 
-    train: float = 0.90  # fraction of games (by hash of the game id) in each split
-    validation: float = 0.05
-    test: float = 0.05
+    train: float = 0.90  # fraction of the games in the train split (by a keyed hash of the game id)
+    validation: float = 0.05  # fraction in the validation split
+    test: float = 0.05  # fraction in the test split (only the evaluate stage reads it)
     split_key: str = "chesscore-split-v1"  # the hash key: change it to draw a new split
     shard_games: int = 100_000  # rows per shard (the last shard of a split may be smaller)
 

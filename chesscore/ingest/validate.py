@@ -61,7 +61,7 @@ class ValidateConfig:
     def __post_init__(self) -> None:
         unknown = set(self.time_control_classes or ()) - set(meta.ALL_CLASSES)
         if unknown:
-            raise ValueError(f"unknown time control classes {sorted(unknown)}; known: {meta.ALL_CLASSES}")
+            raise ValueError(f"time_control_classes: unknown {sorted(unknown)}; known: {', '.join(meta.ALL_CLASSES)}")
 
 
 class BatchJob(NamedTuple):

@@ -1,10 +1,10 @@
 """Profiles: named sets of params.yaml values, switched so that DVC sees (and records) the change.
 
 params.yaml's top-level values are the `demo` profile (CPU, minutes). `profiles:` lists, per
-profile, dotted-key overrides such as `train.config: baseline`; `profiles: demo:` names the same
+profile, dotted-key overrides such as `train.model: baseline`; `profiles: demo:` names the same
 keys with their demo values, so every profile can be switched back (a test keeps them in step).
 
-    python -m chesscore.pipeline.profile baseline              # dvc exp run -S train.config=baseline ...
+    python -m chesscore.pipeline.profile baseline              # dvc exp run -S train.model=baseline ...
     python -m chesscore.pipeline.profile baseline --apply      # write the values into params.yaml; then `dvc repro`
     python -m chesscore.pipeline.profile demo --apply          # back to the demo values
     python -m chesscore.pipeline.profile baseline --show       # print the overrides as `-S key=value` arguments

@@ -78,7 +78,7 @@ class ArenaConfig:
     temperature: float = 0.0  # the model's sampling temperature (0: its most likely move)
     max_plies: int = 300  # a game still running after this many plies is an adjudicated draw
     concurrency: int = 32  # games of one match in one batch (memory: rows of the key/value cache)
-    seed: int = 0
+    seed: int = 0  # the order of the openings, the random mover and the sampler derive from it
 
     def __post_init__(self) -> None:
         if self.games < 1 or self.concurrency < 1 or self.max_plies < 1:

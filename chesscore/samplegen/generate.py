@@ -5,7 +5,6 @@ game count, Stockfish's version and the zstd level, never on the worker count.""
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import sys
 import time
@@ -18,7 +17,9 @@ from pathlib import Path
 
 import chess.engine
 import zstandard
-from tqdm import tqdm
+
+from chesscore.fileio import atomic_write_bytes
+from chesscore.progress import progress_bar
 
 from . import rejects
 from .engine_game import GameRecord
@@ -77,7 +78,7 @@ def _worker_game(spec: GameSpec) -> GameRecord:
 
 
 def _play_all(config: SampleConfig, specs: list[GameSpec]) -> list[GameRecord]:
-    bar = tqdm(total=len(specs), desc="games", unit="game", file=sys.stderr, smoothing=0.05)
+    bar = progress_bar(total=len(specs), desc="games", unit="game", smoothing=0.05)
     out: list[GameRecord] = []
     if config.workers <= 1:
         engine = _open_engine(config.stockfish, config.hash_mb)
@@ -196,16 +197,7 @@ def _write_zst(config: SampleConfig, chunks: list[bytes], summary: Summary) -> N
         for i in range(0, len(chunks), config.frame_games)
     ]
     data = b"".join(frames)
-    config.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = config.out.with_name(f".{config.out.name}.tmp{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, config.out)
-    finally:
-        tmp.unlink(missing_ok=True)
+    atomic_write_bytes(config.out, data)
     summary.sha256 = hashlib.sha256(data).hexdigest()
     summary.pgn_sha256 = hashlib.sha256(b"".join(chunks)).hexdigest()
     summary.bytes = len(data)

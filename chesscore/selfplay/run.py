@@ -57,12 +57,12 @@ class RunConfig:
     max_plies: int = 150  # ply cap: an adjudicated draw
     shard_games: int = 32  # games per shard (one seed each); the output depends on it
     lr: float = 1e-5  # AdamW, no weight decay: the KL term keeps the weights near the reference
-    kl_coef: float = 0.1
+    kl_coef: float = 0.1  # weight of KL(policy || supervised) per move
     batch_games: int = 16  # sides per forward/backward of the update
-    grad_clip: float = 1.0
+    grad_clip: float = 1.0  # max global gradient norm of an update
     eval_games: int = 32  # games against the frozen supervised model after each update (0: none)
     eval_temperature: float = 1.0  # > 0, or every evaluation game with one colour is the same
-    seed: int = 0
+    seed: int = 0  # shard s of iteration i plays with a seed derived from it: the same seed, the same games
 
     def __post_init__(self) -> None:
         if self.iterations < 0 or self.games < 1 or self.shard_games < 1 or self.eval_games < 0:

@@ -11,18 +11,19 @@ deadline) are not in it: a run paused by its time budget resumes with a new budg
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
 from chesscore import tokens
+from chesscore.config import flat
 from chesscore.fileio import code_sha256
 from chesscore.model import GPTConfig
 from chesscore.train.batching import steps_per_epoch
+from chesscore.train.deadline import parse_time
 from chesscore.train.optim import OptimConfig
 
 LIBRARY = Path(__file__).resolve().parents[1]  # chesscore/
@@ -38,12 +39,12 @@ class TrainConfig:
     accum: int = 1  # microbatches per optimizer update (global batch: micro * world * accum)
     epochs: int = 20  # at most this many passes over the train split
     seed: int = 2026  # model init, epoch plans and per-rank RNG derive from it
-    optim: OptimConfig = field(default_factory=OptimConfig)
+    optim: OptimConfig = flat(OptimConfig)  # AdamW and the peak of its schedule (keys of this section)
     schedule_steps: int | None = None  # cosine horizon; None: min(max_updates, epochs * steps per epoch)
     warmup_steps: int | None = None  # None: 10% of schedule_steps
     max_updates: int | None = None  # stop after this many optimizer updates (status max_updates)
     max_seconds: float | None = None  # time budget of this invocation (status time_budget, resumable)
-    deadline: str | None = None  # job deadline, absolute (ISO-8601 with zone or Unix seconds)
+    deadline: str | float | None = None  # job deadline, absolute (ISO-8601 with zone or Unix seconds)
     deadline_margin_seconds: float = 120.0  # soft stop this long before the deadline, to save
     validation_every_steps: int | None = None  # also validate every K updates (always at epoch ends)
     validation_micro: int | None = None  # games per validation batch per rank; None: 2 * micro
@@ -53,7 +54,7 @@ class TrainConfig:
     bucket_pool_batches: int = 64  # length buckets sort within pools of this many global microbatches
     log_every_steps: int = 10  # train loss / lr / grad norm events and plot points
     compile: bool = False  # torch.compile the model (numerics differ slightly; in the identity)
-    device: str = "auto"  # auto (cuda when present), cpu or cuda
+    device: Literal["auto", "cpu", "cuda"] = "auto"  # auto: cuda when present
     telemetry_seconds: float = 5.0  # nvidia-smi sampling period, where nvidia-smi exists
 
     def __post_init__(self) -> None:
@@ -79,20 +80,10 @@ class TrainConfig:
             raise ValueError(f"must be positive: {', '.join(bad)}")
         if self.warmup_steps is not None and self.warmup_steps < 0:
             raise ValueError(f"warmup_steps must be >= 0, got {self.warmup_steps}")
+        if self.deadline is not None:
+            parse_time(self.deadline)  # a deadline that names no time is refused now, not at the end
         if self.max_seconds is not None and self.max_seconds <= 0:
             raise ValueError(f"max_seconds must be positive, got {self.max_seconds}")
-
-    @classmethod
-    def from_flat(cls, values: Mapping[str, Any]) -> TrainConfig:
-        """From a flat mapping (params.yaml's train section, CLI flags): optimizer fields
-        (lr, weight_decay, ...) go into `optim`; unknown keys are an error."""
-        optim_fields = {f.name for f in dataclasses.fields(OptimConfig)}
-        own_fields = {f.name for f in dataclasses.fields(cls)} - {"optim"}
-        unknown = sorted(set(values) - optim_fields - own_fields)
-        if unknown:
-            raise ValueError(f"unknown training settings: {', '.join(unknown)}")
-        optim = OptimConfig(**{k: v for k, v in values.items() if k in optim_fields})
-        return cls(optim=optim, **{k: v for k, v in values.items() if k in own_fields})
 
     def schedule(self, n_train_games: int, world_size: int) -> tuple[int, int]:
         """(schedule_steps, warmup_steps) as resolved for this data and world size."""

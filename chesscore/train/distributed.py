@@ -20,6 +20,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from chesscore.model import pick_device
+
 
 @dataclass(frozen=True)
 class DistEnv:
@@ -69,25 +71,14 @@ class DistEnv:
         return self.device if dist.get_backend() == "nccl" else torch.device("cpu")
 
 
-def _device(choice: str, local_rank: int) -> torch.device:
-    if choice == "auto":
-        choice = "cuda" if torch.cuda.is_available() else "cpu"
-    if choice == "cuda":
-        if not torch.cuda.is_available():
-            raise RuntimeError("device cuda was asked for, but torch sees no CUDA device")
-        torch.cuda.set_device(local_rank)
-        return torch.device("cuda", local_rank)
-    if choice != "cpu":
-        raise ValueError(f"device must be auto, cpu or cuda, not {choice!r}")
-    return torch.device("cpu")
-
-
 def setup(device: str = "auto", timeout_seconds: float = 600) -> DistEnv:
     """The process group of this run (made here when torchrun launched us) and our device."""
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    chosen = _device(device, local_rank)
+    chosen = pick_device(device, local_rank)
+    if chosen.type == "cuda":
+        torch.cuda.set_device(chosen)
     if world_size > 1 and not dist.is_initialized():
         dist.init_process_group(
             "nccl" if chosen.type == "cuda" else "gloo",

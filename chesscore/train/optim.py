@@ -26,8 +26,8 @@ class OptimConfig:
     lr: float = 3e-4  # peak learning rate, reached at the end of warmup
     min_lr_ratio: float = 0.1  # the cosine ends at lr * min_lr_ratio and stays there
     weight_decay: float = 0.1  # on matrices only
-    beta1: float = 0.9
-    beta2: float = 0.95
+    beta1: float = 0.9  # AdamW's first-moment decay
+    beta2: float = 0.95  # AdamW's second-moment decay
     grad_clip: float = 1.0  # max global L2 norm of the gradients
 
     def to_dict(self) -> dict:

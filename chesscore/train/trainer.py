@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -25,11 +24,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
-from tqdm import tqdm
 
-from chesscore import checkpoint
+from chesscore import checkpoint, progress
 from chesscore.fileio import atomic_write_json, sha256_json
 from chesscore.model import CONFIGS, GPT, GPTConfig
+from chesscore.progress import progress_bar
 from chesscore.tokens import PAD
 from chesscore.train.batching import (
     IGNORE,
@@ -186,13 +185,8 @@ class Trainer:
         status = None
         planned = self.config.epochs * self.steps_per_epoch
         planned = min(planned, self.config.max_updates or planned)
-        bar = tqdm(
-            total=planned,
-            initial=self.state.step,
-            unit="step",
-            disable=not self.env.is_main,
-            dynamic_ncols=True,
-            desc="train",
+        bar = progress_bar(
+            self.env.is_main, total=planned, initial=self.state.step, unit="step", dynamic_ncols=True, desc="train"
         )
         telemetry = (
             GpuTelemetry(self.output / "gpu-telemetry.jsonl", self.config.telemetry_seconds)
@@ -235,7 +229,7 @@ class Trainer:
             )
         return self._plan[1]
 
-    def train_step(self, bar: tqdm) -> None:
+    def train_step(self, bar: Any) -> None:
         env, state, config = self.env, self.state, self.config
         step_batches = self.plan()[state.next_step]
         # Every rank knows every game's length, so the global target count needs no collective:
@@ -349,11 +343,10 @@ class Trainer:
             **metrics,
         )
         if env.is_main:
-            tqdm.write(
+            progress.write(
                 f"validation @ step {self.state.step}: nll {metrics['nll']:.4f} "
                 f"(best {self.state.best_nll:.4f} @ {self.state.best_step}, "
-                f"{self.state.bad_checks}/{config.patience} without improvement)",
-                file=sys.stderr,
+                f"{self.state.bad_checks}/{config.patience} without improvement)"
             )
         self.save(improved=improved, status=None)
         return True

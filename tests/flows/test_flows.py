@@ -224,3 +224,14 @@ def test_telemetry_is_off_wherever_the_flow_is_started(tmp_path: Path) -> None:
     )  # outside the checkout: pyproject.toml's setting does not apply here
     assert done.stdout.split() == ["False", "true"], done.stderr
     assert "analytics = false" in (PROJECT / ".dvc/config").read_text()
+
+
+def test_the_flow_checks_every_stages_params_before_the_first_runs(tmp_path: Path) -> None:
+    from chesscore.config import ConfigError
+    from flows.pipeline import check_params
+
+    params = tmp_path / "params.yaml"
+    params.write_text("validate:\n  min_plies: 3\ntrain:\n  learning_rate: 0.1\n")
+    check_params(params, ["validate", "convert", "toy"])  # a stage without a CLI of ours is left alone
+    with pytest.raises(ConfigError, match=r"train\.learning_rate: unknown key \(did you mean `lr`\?\)"):
+        check_params(params, ["validate", "convert", "train"])

@@ -154,7 +154,7 @@ def test_filters_are_off_by_default_and_each_has_its_reason(tmp_path):
     assert [
         (g["source_index"], g["time_control_class"], g["base_seconds"], g["increment_seconds"]) for g in accepted
     ] == [(6, "rapid", 600, 5)]
-    with pytest.raises(ValueError, match="unknown time control"):
+    with pytest.raises(ValueError, match="time_control_classes: unknown"):
         ValidateConfig(time_control_classes=("hyperbullet",))
 
 

@@ -127,6 +127,6 @@ def test_applying_a_profile_and_back_restores_params_yaml_byte_for_byte(tmp_path
     assert "# Every knob of the pipeline" in params.read_text()  # comments kept
     profile.apply(profile.profile_values("demo", params), params)
     assert params.read_text() == original
-    assert " -S train.config=baseline" in " " + " ".join(
+    assert " -S train.model=baseline" in " " + " ".join(
         profile.set_arguments(profile.profile_values("baseline", params))
     )

@@ -215,6 +215,6 @@ arena:
     assert "| sf-skill0: Stockfish Skill Level=0 depth=1 multipv=4 | 1347 | 2 |" in (out / "report.md").read_text()
     assert "rating anchored on Stockfish" in done.stdout
 
-    missing = _arena(tmp_path, "--stockfish", str(tmp_path / "no-stockfish"))
+    missing = _arena(tmp_path, "--stockfish-path", str(tmp_path / "no-stockfish"))
     assert missing.returncode == failures.REFUSED and "sudo apt-get install stockfish" in missing.stderr
     assert "Traceback" not in missing.stderr

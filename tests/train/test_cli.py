@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # 121 train games: with 8 games per global microbatch the last one holds a single game, so
 # under two ranks rank 1 has no game there and trains on the zero-target dummy.
 COMMON = [
-    "--config",
+    "--model",
     "tiny",
     "--epochs",
     "2",

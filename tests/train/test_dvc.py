@@ -57,7 +57,7 @@ def repo(tmp_path) -> Path:
     (repo / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"train": stages["train"]}}, sort_keys=False))
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["train"].update(
-        config="tiny",
+        model="tiny",
         micro=8,
         epochs=2,
         lr=0.002,

@@ -1,0 +1,66 @@
+"""The README and docs/ are executable truth: every `python -m` command they show exists, and
+every flag it is shown with is one its --help lists."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import re
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from tests.imports import PROJECT
+
+PAGES = [PROJECT / "README.md", PROJECT / "bench" / "README.md", *sorted((PROJECT / "docs").glob("*.md"))]
+# `python -m module args...` or torchrun's `-m module args...`, up to a comment, a pipe or the end
+COMMAND = re.compile(r"(?:python|torchrun[^`\n]*?) -m ([a-z_][a-z_.]*)((?: +[^\s#`|&;)]+)*)")
+RENAMED = {"chesscore.uci"}  # named by the changelog as gone
+
+
+def shown_commands() -> list[tuple[str, str, tuple[str, ...]]]:
+    """(page, module, arguments) of every command the pages show."""
+    found = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for match in COMMAND.finditer(text):
+            module, rest = match.group(1).rstrip("."), match.group(2)
+            if module in RENAMED or "<" in rest or text[match.end(1) : match.end(1) + 1] == "<":
+                continue  # a placeholder such as stages.<name>
+            try:
+                args = tuple(shlex.split(rest))
+            except ValueError:
+                args = tuple(rest.split())
+            found.append((page.relative_to(PROJECT).as_posix(), module, args))
+    return found
+
+
+@functools.cache
+def help_text(module: str, words: tuple[str, ...]) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", module, *words, "--help"],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, f"python -m {module} {' '.join(words)} --help failed:\n{done.stderr[-2000:]}"
+    return done.stdout
+
+
+def test_the_pages_show_commands():
+    modules = {module for _, module, _ in shown_commands()}
+    assert {"stages.train", "stages.validate", "chesscore.lineage", "flows.pipeline"} <= modules
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page, module, args", shown_commands(), ids=lambda v: v if isinstance(v, str) else None)
+def test_a_shown_command_and_its_flags_exist(page, module, args):
+    assert importlib.util.find_spec(module) is not None, f"{page}: `python -m {module}`: no such module"
+    words = tuple(arg for arg in args[: next((i for i, a in enumerate(args) if a.startswith("-")), len(args))])
+    flags = {arg.split("=", 1)[0] for arg in args if arg.startswith("--")}
+    text = help_text(module, words[:1])  # a subcommand (lineage audit) has its own help
+    missing = sorted(flag for flag in flags if not re.search(rf"{re.escape(flag)}(?![\w-])", text))
+    assert not missing, f"{page}: `python -m {module} {' '.join(args)}`: no such flag(s) {missing}"
