@@ -1,6 +1,10 @@
-"""Suite-wide test settings, the corpus tier's switch, and the fixtures many test files share."""
+"""Suite-wide test settings, the corpus tier's switch, how pytest-xdist shares out the tests,
+and the fixtures many test files share."""
 
+import functools
 import os
+import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -24,24 +28,41 @@ def pytest_configure(config: pytest.Config) -> None:
     corpus.ENABLED = config.getoption("corpus") and corpus.available()
 
 
-# Session fixtures of tests/pipeline_fixtures.py that cost a minute to set up (a whole pipeline
-# run, a Prefect server): the tests that use them share one worker, so each is set up once.
-SHARED_SESSION_FIXTURES = {"pipeline_run", "prefect_server"}
-
-
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The corpus tier reads files outside the checkout: deselected unless it runs. Each test
-    gets an xdist group (`.ci/test` runs `--dist loadgroup`): its module, whose module-scoped
-    fixtures are then set up once, or one group for the shared session fixtures."""
-    if not corpus.ENABLED:
-        tier = [item for item in items if item.get_closest_marker("corpus")]
-        if tier:
-            items[:] = [item for item in items if not item.get_closest_marker("corpus")]
-            config.hook.pytest_deselected(items=tier)
-    for item in items:
-        shared = SHARED_SESSION_FIXTURES & set(getattr(item, "fixturenames", ()))
-        item.add_marker(pytest.mark.xdist_group("session-services" if shared else item.nodeid.split("::")[0]))
+    """The corpus tier reads files outside the checkout: deselected unless it runs."""
+    if corpus.ENABLED:
+        return
+    tier = [item for item in items if item.get_closest_marker("corpus")]
+    if tier:
+        items[:] = [item for item in items if not item.get_closest_marker("corpus")]
+        config.hook.pytest_deselected(items=tier)
+
+
+# Session fixtures of tests/pipeline_fixtures.py that take a minute to set up (the whole pipeline,
+# a Prefect server): a worker sets up each one it needs, so the modules using them share a worker.
+SHARED_SESSION_FIXTURES = re.compile(r"\b(pipeline_run|prefect_server)\b")
+
+
+@functools.cache
+def uses_shared_session_fixtures(module: Path) -> bool:
+    return bool(SHARED_SESSION_FIXTURES.search(module.read_text(encoding="utf-8")))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """`--dist loadscope` (.ci/test): each module's tests in one worker, so that its module
+    fixtures are set up once; and one scope for all the modules that use the shared session
+    fixtures. (xdist's own `loadgroup` marks are ignored under pytest 9.2: pytest-xdist#1386.)"""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Scheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "shared-session-fixtures" if uses_shared_session_fixtures(config.rootpath / module) else module
+
+    return Scheduling(config, log)
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
