@@ -1,11 +1,13 @@
 # The two commands of the README, and their parts.
 #   make demo   set up, then run the pipeline on the embedded sample (dvc repro) and summarise
-#   make test   set up, then run the whole test suite
+#   make test   set up, then run the whole test suite (two workers; TEST_WORKERS=auto or 0 to change)
+#   make test-corpus   the optional corpus tier: tests on the real PGN files beside the checkout
+#               (tests/corpus.py says where; it reports and exits 0 when they are absent)
 #   make lint   ruff's linter and formatter check over the whole tree (CI runs it too)
 export PATH := $(CURDIR)/.venv/bin:/usr/games:$(PATH)
 export PYTHONUNBUFFERED := 1
 
-.PHONY: setup demo test lint bench
+.PHONY: setup demo test test-corpus lint bench
 
 setup:
 	@bash .ci/setup
@@ -16,6 +18,9 @@ demo: setup
 
 test: setup
 	bash .ci/test $(PYTEST_ARGS)
+
+test-corpus: setup
+	bash .ci/test --corpus -m corpus $(PYTEST_ARGS)
 
 lint: setup
 	ruff check .

@@ -1,21 +1,38 @@
-"""Where the shared real-PGN corpus lives (../shared/pgn-corpus beside the checkout), and its
-standard-chess games as move lists. Tests that need it skip with the reason where absent."""
+"""The optional corpus tier: real PGN files from the shared corpus beside the checkout
+(../shared/pgn-corpus, or the folder $PGN_CORPUS names), and its standard games as move lists.
+
+    make test-corpus                        # pytest --corpus -m corpus: the tier alone
+    PGN_CORPUS=/data/pgn-corpus make test-corpus
+
+Only tests marked `@pytest.mark.corpus` may read it. They are deselected (not skipped) unless
+pytest runs with --corpus, and deselected there too when the folder is absent, with a line that
+says so (tests/conftest.py). This is the one module that knows where the corpus lies.
+"""
 
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 
 import chess.pgn
 
-from tests.conftest import missing
+CORPUS = Path(os.environ.get("PGN_CORPUS") or Path(__file__).resolve().parents[2] / "shared" / "pgn-corpus")
+# Set by tests/conftest.py when the tier runs (--corpus given and the folder there).
+ENABLED = False
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "pgn-corpus"
+
+def available() -> bool:
+    return CORPUS.is_dir()
 
 
 def corpus_dir() -> Path:
-    if not CORPUS.is_dir():
-        missing(f"the shared PGN corpus is not at {CORPUS} (it lies beside the checkout)")
+    """The corpus folder; an error in a test outside the tier, which must not read it."""
+    if not ENABLED:
+        raise RuntimeError(
+            f"this test reads the shared corpus ({CORPUS}) but is not in the corpus tier: "
+            "mark it @pytest.mark.corpus, or use the embedded sample / tests/fixtures (tests/sample.py)"
+        )
     return CORPUS
 
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from chesscore import tokens as T
 from chesscore.tokens import BOS, EOS, PAD, RESERVED_START, State, decode_game, decode_move, encode_game, encode_move
 from tests.corpus import standard_games
+from tests.sample import sample_games
 
 
 def test_constants_are_the_contract():
@@ -98,6 +99,27 @@ def test_promotion_phase_offers_exactly_the_four_pieces():
     assert set(np.flatnonzero(state.mask())) == {T.KNIGHT, T.BISHOP, T.ROOK, T.QUEEN}
 
 
+def test_sample_games_round_trip_and_replay():
+    games = sample_games()
+    assert len(games) > 3000
+    for moves in games:
+        assert [decode_move(encode_move(m)) for m in moves] == moves  # every move
+    for moves in games[::15]:  # a full replay costs a move generation per ply
+        assert decode_game(encode_game(moves)) == moves
+
+
+def test_sample_games_automaton_equals_move_generator():
+    # The full walk costs ~30 feeds per position: a spread of games, and the four shortest with
+    # a promotion (an underpromotion among them).
+    games = sample_games()
+    promoting = sorted((g for g in games if any(m.promotion for m in g)), key=len)
+    chosen = games[::340] + tuple(promoting[:4])
+    assert len(chosen) == 15 and any(m.promotion not in (None, chess.QUEEN) for g in promoting[:4] for m in g)
+    for moves in chosen:
+        check_game(moves)
+
+
+@pytest.mark.corpus
 def test_corpus_games_round_trip_and_replay():
     games = standard_games()
     assert len(games) > 1000
@@ -107,6 +129,7 @@ def test_corpus_games_round_trip_and_replay():
         assert decode_game(encode_game(moves)) == moves
 
 
+@pytest.mark.corpus
 def test_corpus_games_automaton_equals_move_generator():
     # The full walk costs ~30 feeds per position: a spread of games, promotions included.
     games = standard_games()

@@ -1,4 +1,4 @@
-"""A tiny GPT trained for a few seconds on the openings of the shared corpus's real games, so
+"""A tiny GPT trained for a few seconds on the openings of the embedded sample's games, so
 that tests of evaluate and arena see a model that is neither uniform nor always illegal.
 Trained once per test session (cached) on one thread; deterministic for a seed."""
 
@@ -12,14 +12,14 @@ import torch.nn.functional as F
 
 from chesscore.model import CONFIGS, GPT
 from chesscore.train.batching import IGNORE, TokenList, collate
-from tests.training_data import corpus_tokens
+from tests.training_data import sample_tokens
 
 
 @functools.cache
 def trained_tiny(seed: int = 0, steps: int = 80, batch: int = 16, tokens: int = 121) -> GPT:
     """CONFIGS["tiny"] after `steps` AdamW steps on the first `tokens` tokens of real games."""
     torch.manual_seed(seed)
-    games = TokenList([game[:tokens] for game in corpus_tokens()])
+    games = TokenList([game[:tokens] for game in sample_tokens()])
     model = GPT(CONFIGS["tiny"])
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     rng = np.random.default_rng(seed)

@@ -1,4 +1,4 @@
-"""Real games for the training tests: the shared corpus's standard games as triples-v1 tokens,
+"""Real games for the training tests: the embedded sample's standard games as triples-v1 tokens,
 a converted dataset folder (shards + manifest, written by chesscore.data.shards) made of them, and
 the small in-process training run the resume and stop tests share."""
 
@@ -19,13 +19,13 @@ from chesscore.train.config import TrainConfig
 from chesscore.train.data import TrainData
 from chesscore.train.distributed import setup
 from chesscore.train.trainer import train
-from tests.corpus import standard_games
+from tests.sample import sample_games
 
 
 @functools.cache
-def corpus_tokens() -> tuple[tuple[int, ...], ...]:
-    """Every standard corpus game (about 1000) that fits a 1024-token context, as tokens."""
-    games = (tuple(encode_game(moves)) for moves in standard_games())
+def sample_tokens() -> tuple[tuple[int, ...], ...]:
+    """Every standard sample game (about 3,400) that fits a 1024-token context, as tokens."""
+    games = (tuple(encode_game(moves)) for moves in sample_games())
     return tuple(g for g in games if len(g) <= 1024)
 
 
@@ -81,7 +81,7 @@ ARTIFACTS = ("last.pt", "best.pt", "identity.json", "metrics.json", "plots/train
 
 
 def small_data() -> TrainData:
-    games = corpus_tokens()
+    games = sample_tokens()
     return TrainData(TokenList(games[:60]), TokenList(games[60:76]), fingerprint="test-dataset")
 
 

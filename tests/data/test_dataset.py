@@ -1,16 +1,13 @@
 """The dataset reader: integrity checks before any game, the receipt, and the memory-mapped
-TokenTable, over shards written by chesscore.data.shards from real corpus games."""
+TokenTable, over shards written by chesscore.data.shards from the embedded sample's games."""
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import shutil
 from pathlib import Path
 
-import chess
-import chess.pgn
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -18,18 +15,7 @@ import pytest
 from chesscore.data import dataset, shards
 from chesscore.fileio import atomic_write_json
 from chesscore.tokens import BOS, EOS, PAD, decode_game, encode_game
-from tests.corpus import corpus_dir
-
-
-@functools.cache
-def corpus_games(count: int) -> list[list[chess.Move]]:
-    """Mainline moves of the first `count` games with moves in the corpus's Lichess head."""
-    games = []
-    with open(corpus_dir() / "kdave__pgn-toys__lichess.pgn", encoding="utf-8") as f:
-        while len(games) < count and (game := chess.pgn.read_game(f)) is not None:
-            if moves := list(game.mainline_moves()):
-                games.append(moves)
-    return games
+from tests.sample import sample_games
 
 
 def rows(games: list, first: int = 0) -> pa.Table:
@@ -61,7 +47,7 @@ def write_dataset(root: Path, parts: dict[str, list[pa.Table]]) -> dict:
 
 @pytest.fixture
 def built(tmp_path):
-    games = corpus_games(40)
+    games = list(sample_games()[:40])
     parts = {
         "train": [rows(games[:15]), rows(games[15:25], 15)],
         "validation": [rows(games[25:32], 25)],

@@ -1,6 +1,6 @@
 """Evaluate: the test-split sample, the dataset check, breakdowns that partition the metrics,
 the teacher-forced metrics shared with training, and the stage on a dataset made by the real
-validate and convert stages from a real Lichess PGN."""
+validate and convert stages from the embedded sample (Lichess dump format)."""
 
 import json
 import subprocess
@@ -22,10 +22,8 @@ from chesscore.eval.evaluate import (
 from chesscore.fileio import sha256_bytes
 from chesscore.train import metrics
 from chesscore.train.batching import TokenList
-from tests.corpus import corpus_dir
+from tests.sample import ROOT, SAMPLE
 from tests.tiny_models import trained_tiny
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _stage(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
@@ -34,9 +32,9 @@ def _stage(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def lichess_dataset(tmp_path_factory) -> Path:
-    """The shared corpus's 999 Lichess games through the real validate and convert stages,
-    with a test split of about a fifth."""
-    source = corpus_dir() / "kdave__pgn-toys__lichess.pgn"
+    """The embedded sample's 3,515 games through the real validate and convert stages, with a
+    test split of about a fifth."""
+    source = SAMPLE
     root = tmp_path_factory.mktemp("evaluate")
     params = root / "params.yaml"
     params.write_text("convert:\n  train: 0.7\n  validation: 0.1\n  test: 0.2\n")

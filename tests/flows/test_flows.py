@@ -106,7 +106,9 @@ def test_bad_input_fails_at_once_with_the_stages_message(
 
 
 def test_lock_held_by_another_run_is_retried(toy_repo: Path, api: Api) -> None:
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "TOY_SLEEP": "3"}
+    # The other run holds the lock for two 8 s stages: on a loaded machine (a parallel test run)
+    # the flow can take several seconds to start, and with 3 s stages it found the lock free.
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "TOY_SLEEP": "8"}
     other = subprocess.Popen(
         [str(BIN / "dvc"), "repro"], cwd=toy_repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )

@@ -21,17 +21,14 @@ from chesscore.data.splits import assign_splits
 from chesscore.ingest.convert import ConvertConfig, LeakageError, run_convert
 from chesscore.ingest.validate import ValidateConfig
 from chesscore.ingest.validate_run import GAMES, INPUTS, run_validate
-from tests.corpus import corpus_dir
-
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = ROOT / "data" / "raw" / "lichess_sample.pgn.zst"
+from tests.sample import ROOT, SAMPLE, sample_pgn
 
 
 @pytest.fixture(scope="module")
 def halves(tmp_path_factory) -> tuple[Path, Path]:
-    """The corpus's Lichess head as two files, validated alone (first) and together (both)."""
+    """The embedded sample as two files, validated alone (first) and together (both)."""
     root = tmp_path_factory.mktemp("halves")
-    lichess = (corpus_dir() / "kdave__pgn-toys__lichess.pgn").read_bytes()
+    lichess = sample_pgn()
     middle = lichess.index(b'\n\n[Event "', len(lichess) // 2) + 2
     (root / "raw").mkdir()
     (root / "raw" / "a.pgn").write_bytes(lichess[:middle])
@@ -177,10 +174,7 @@ def test_dvc_repro_convert_in_a_fresh_repository(tmp_path):
     for name in ("dvc.yaml", "params.yaml"):
         shutil.copy(ROOT / name, repo / name)
     (repo / "data" / "raw").mkdir(parents=True)
-    if SAMPLE.is_file():
-        shutil.copy(SAMPLE, repo / "data" / "raw")
-    else:  # until the embedded sample exists: real Lichess games from the corpus
-        shutil.copy(corpus_dir() / "kdave__pgn-toys__lichess.pgn", repo / "data" / "raw")
+    shutil.copy(SAMPLE, repo / "data" / "raw")
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(repo)}
     git_dvc_repo(repo, env)
     done = subprocess.run(["dvc", "repro", "convert"], cwd=repo, env=env, capture_output=True, text=True, timeout=600)

@@ -10,12 +10,13 @@ import pytest
 import zstandard
 
 from chesscore.pgn.inputs import InputError, compression, find_inputs, read_blocks, sniff
-from tests.corpus import corpus_dir
+from tests.sample import fixture, sample_pgn
 
 
 @pytest.fixture(scope="module")
 def lichess() -> bytes:
-    return (corpus_dir() / "kdave__pgn-toys__lichess.pgn").read_bytes()
+    """Real Lichess-format PGN: the embedded sample's first 2.5 MB (its first ~1,100 games)."""
+    return sample_pgn()[:2_500_000]
 
 
 def zstd_frames(data: bytes, parts: int = 3) -> bytes:
@@ -53,6 +54,19 @@ def test_truncated_zstd_yields_what_it_can_then_names_file_and_offset(tmp_path, 
             got += block
     assert len(got) > len(lichess) // 3 and lichess.startswith(bytes(got))
     assert caught.value.offset == len(data) * 2 // 3
+
+
+def test_a_download_cut_short_yields_its_whole_frames_then_names_file_and_offset(tmp_path):
+    path = tmp_path / "truncated.pgn.zst"
+    path.write_bytes(fixture("truncated.pgn.zst"))
+    got = bytearray()
+    with pytest.raises(InputError, match=r"truncated\.pgn\.zst: truncated zstd stream.* at byte 704$") as caught:
+        for block in read_blocks(path, block=64):
+            got += block
+    assert caught.value.offset == path.stat().st_size == 704
+    # The two whole frames, the skippable frame between them (the fixture's note) read as nothing.
+    assert got.count(b"[Event ") == 2 and got.endswith(b"2... Qh4# { [%clk 0:02:58] } 0-1\n\n")
+    assert b"cut short" not in got and compression(path) == "zstd"
 
 
 def test_corrupt_zstd_and_trailing_garbage_are_errors(tmp_path, lichess):

@@ -1,11 +1,12 @@
-"""The fast parser (Rust) against the reference (python-chess): on the shared corpus, the embedded
-sample and generated games, both must accept the same games with the same tokens and clocks.
-Where the Rust parser gives up, python-chess decides; each kind of such disagreement is listed."""
+"""The fast parser (Rust) against the reference (python-chess): on tests/fixtures (exporters'
+quirks), the embedded sample and generated games (the shared corpus in the corpus tier), both must
+accept the same games with the same tokens and clocks. Where the Rust parser gives up,
+python-chess decides; each kind of such disagreement is listed."""
 
 from __future__ import annotations
 
 import random
-from pathlib import Path
+from collections.abc import Iterable
 
 import chess
 import chess.pgn
@@ -19,9 +20,27 @@ from chesscore.pgn.inputs import read_blocks
 from chesscore.pgn.parse import parse_batch, reference
 from chesscore.pgn.split import split_games
 from tests.corpus import corpus_dir
+from tests.sample import SAMPLE, fixture, fixture_names
 
-SAMPLE = Path(__file__).resolve().parents[2] / "data" / "raw" / "lichess_sample.pgn.zst"
 CONFIG = ValidateConfig(min_plies=1, exclude_terminations=())
+
+# The fixtures' games where the parsers part ways, as in the corpus: fixture -> {game index: why}
+# for those Rust gives up on and python-chess re-reads, game indexes for those the tags reject
+# unread (a set-up position, a variant Rust cannot read), and for tags and moves on one line.
+FIXTURE_RUST_GIVES_UP = {"null_moves.pgn": {0: "null move"}, "uci_movetext.pgn": {0: "UCI movetext"}}
+FIXTURE_REJECTED_BY_TAGS = {"fen_setups.pgn": {0, 1, 2}, "variants.pgn": {1, 2}}
+FIXTURE_SAME_LINE = {"tags_and_moves_on_one_line.pgn": {0}}
+# The fixtures' games validation accepts (min_plies 1, every termination) and why each other is not.
+FIXTURE_ACCEPTED = {
+    "blank_line_in_tags.pgn": 1,
+    "bom.pgn": 1,  # the other's movetext is ` *`
+    "crlf.pgn": 2,
+    "escaped_quotes.pgn": 1,
+    "glued_comments.pgn": 1,  # the tag-less game has no result
+    "no_space_after_move_number.pgn": 1,
+    "null_moves.pgn": 1,  # the one whose null move is inside a variation
+    "uci_movetext.pgn": 1,
+}
 
 # Games the Rust parser rejects and python-chess re-reads (file -> {game index: why}).
 RUST_GIVES_UP = {
@@ -85,10 +104,10 @@ def compare(
     return gave_up, by_tags, accepted
 
 
-def split(path: Path) -> tuple[list[str], list[bool], list[int], int]:
+def split(blocks: Iterable[bytes]) -> tuple[list[str], list[bool], list[int], int]:
     """Texts, odd flags and movetext offsets of the games that are UTF-8, and how many are not."""
     texts, odd, movetext_at, undecodable = [], [], [], 0
-    for game in split_games(read_blocks(path)):
+    for game in split_games(blocks):
         try:
             texts.append(game.data.decode("utf-8"))
         except UnicodeDecodeError:
@@ -99,11 +118,45 @@ def split(path: Path) -> tuple[list[str], list[bool], list[int], int]:
     return texts, odd, movetext_at, undecodable
 
 
+def test_fixtures_fast_and_reference_agree_and_disagreements_are_the_known_ones():
+    for name in fixture_names(".pgn"):
+        texts, odd, movetext_at, undecodable = split([fixture(name)])
+        assert undecodable == 0
+        gave_up, by_tags, accepted = compare(texts, odd, movetext_at)
+        assert accepted == FIXTURE_ACCEPTED.get(name, 0), name
+        assert set(gave_up) == set(FIXTURE_RUST_GIVES_UP.get(name, {})), name
+        assert by_tags == FIXTURE_REJECTED_BY_TAGS.get(name, set()), name
+        assert {i for i, flag in enumerate(odd) if flag} == FIXTURE_SAME_LINE.get(name, set()), name
+
+
+def test_uci_movetext_is_kept_because_python_chess_reads_it():
+    texts, odd, movetext_at, _ = split([fixture("uci_movetext.pgn")])
+    batch = parse_batch(texts, odd, movetext_at)
+    assert batch.parser == ["python-chess"] and batch.moves(0)[:3] == ["e2e4", "e7e5", "g1f3"]
+    assert batch.moves(0)[6] == "e1g1" and batch.result_token[0] == "1/2-1/2"
+
+
+def test_escaped_quotes_stay_inside_the_tag_value_in_both_parsers():
+    texts, odd, movetext_at, _ = split([fixture("escaped_quotes.pgn")])
+    fast, slow = parse_batch(texts, odd, movetext_at).headers[0], reference(texts[0]).headers[0]
+    # python-chess keeps the escapes as written; the fast path must read the very same values.
+    assert fast == slow and fast["Event"] == 'Study: \\"The Immortal\\" revisited'
+    assert fast["Annotator"] == "C:\\\\Games\\\\annotated" and fast["Result"] == "1-0"
+
+
+def test_null_moves_reject_the_main_line_only():
+    texts, odd, movetext_at, _ = split([fixture("null_moves.pgn")])
+    batch = parse_batch(texts, odd, movetext_at)
+    assert batch.error[0] == ("null_move", "null move at ply 4") and batch.error[1] is None
+    assert batch.moves(1) == ["d2d4", "d7d5", "c2c4", "e7e6", "b1c3", "g8f6"]
+
+
+@pytest.mark.corpus
 @pytest.mark.slow
 def test_corpus_fast_and_reference_agree_and_disagreements_are_the_known_ones():
     accepted = 0
     for path in sorted(corpus_dir().glob("*.pgn")):
-        texts, odd, movetext_at, undecodable = split(path)
+        texts, odd, movetext_at, undecodable = split(read_blocks(path))
         assert undecodable == 0
         gave_up, by_tags, count = compare(texts, odd, movetext_at)
         accepted += count
@@ -113,15 +166,16 @@ def test_corpus_fast_and_reference_agree_and_disagreements_are_the_known_ones():
     assert accepted > 990  # nearly all of the Lichess head, plus the OTB and engine games
 
 
-def test_uci_movetext_is_kept_because_python_chess_reads_it():
-    texts, odd, movetext_at, _ = split(corpus_dir() / "niklasf__python-chess__data_pgn_uci-moves.pgn")
+@pytest.mark.corpus
+def test_corpus_uci_movetext_is_kept_because_python_chess_reads_it():
+    texts, odd, movetext_at, _ = split(read_blocks(corpus_dir() / "niklasf__python-chess__data_pgn_uci-moves.pgn"))
     batch = parse_batch(texts, odd, movetext_at)
     assert batch.parser == ["python-chess"] and batch.moves(0)[:3] == ["g1f3", "c7c5", "e2e4"]
 
 
 @pytest.mark.slow
 def test_embedded_sample_fast_and_reference_agree():
-    texts, odd, movetext_at, undecodable = split(SAMPLE)
+    texts, odd, movetext_at, undecodable = split(read_blocks(SAMPLE))
     gave_up, by_tags, accepted = compare(texts, odd, movetext_at)
     assert undecodable == 8 and accepted > 3000 and not any(odd)
     # The games Rust gives up on are broken ones (illegal or null moves, a game cut inside a

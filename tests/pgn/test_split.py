@@ -1,7 +1,10 @@
-"""Splitting PGN byte streams into games: the shared corpus's layouts, and the fast paragraph
-path against the line-by-line path on generated layouts, for any block boundaries."""
+"""Splitting PGN byte streams into games: real exporters' layouts (tests/fixtures, the embedded
+sample; the shared corpus in the corpus tier), and the fast paragraph path against the
+line-by-line path on generated layouts, for any block boundaries."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -10,7 +13,13 @@ from hypothesis import strategies as st
 from chesscore.pgn.inputs import read_blocks
 from chesscore.pgn.split import BOM, split_games
 from tests.corpus import corpus_dir
+from tests.sample import FIXTURES, SAMPLE, fixture, fixture_names, sample_pgn
 
+# Games per fixture as tests/fixtures/README.md counts them.
+FIXTURE_GAMES = {
+    name: int(count)
+    for name, count in re.findall(r"^\| `([^`]+\.pgn)` \| (\d+) \|", (FIXTURES / "README.md").read_text(), re.M)
+}
 # Games per corpus file as its README counts them (the number in brackets where it gives one).
 CORPUS_GAMES = {
     "kdave__pgn-toys__game4.pgn": 1,
@@ -52,6 +61,48 @@ def check_covers(data: bytes, games: list[tuple[int, int, bytes, bool]]) -> None
     assert position == len(data)
 
 
+def test_every_fixture_is_counted_in_the_readme():
+    assert sorted(FIXTURE_GAMES) == fixture_names(".pgn") and len(FIXTURE_GAMES) >= 12
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURE_GAMES))
+def test_fixtures_split_as_their_readme_counts(name, tmp_path):
+    data = fixture(name)
+    games = games_of(data)
+    assert len(games) == FIXTURE_GAMES[name]
+    check_covers(data, games)
+    assert games == games_of(data, block=7) == games_of(data, fast=False)
+    (tmp_path / name).write_bytes(data)
+    assert games == [(g.index, g.offset, g.data, g.odd) for g in split_games(read_blocks(tmp_path / name, block=97))]
+
+
+def test_embedded_sample_splits_into_its_games_across_frames_and_any_blocks():
+    data = sample_pgn()
+    games = games_of(data)
+    assert len(games) == 3515  # data/raw/README.md
+    check_covers(data, games)
+    assert games == [(g.index, g.offset, g.data, g.odd) for g in split_games(read_blocks(SAMPLE, block=997))]
+
+
+def test_fixture_tag_only_sections_split_on_a_repeated_tag_and_join_on_new_ones():
+    tags_only = games_of(fixture("tags_only.pgn"))
+    assert all(text.startswith(b'[Event "World Rapid') for _, _, text, _ in tags_only)
+    without_event = games_of(fixture("tags_without_event.pgn"))
+    assert [text.split(b"\n", 1)[0] for _, _, text, _ in without_event] == [
+        b'[Event "Round 1: Gamma, G. - Delta, D."]',
+        b'[Round "1.2"]',
+        b'[Round "1.3"]',
+    ]
+    chessbase = games_of(fixture("blank_line_in_tags.pgn"))
+    assert len(chessbase) == 1 and b'[Date "2019.03.07"]' in chessbase[0][2] and b"Nb3" in chessbase[0][2]
+
+
+def test_fixture_tags_and_moves_on_one_line_are_flagged_for_the_reference():
+    games = games_of(fixture("tags_and_moves_on_one_line.pgn"))
+    assert [odd for *_, odd in games] == [True, False, False]
+
+
+@pytest.mark.corpus
 @pytest.mark.parametrize("name", sorted(CORPUS_GAMES))
 def test_corpus_files_split_as_their_readme_counts(name):
     path = corpus_dir() / name
@@ -61,6 +112,7 @@ def test_corpus_files_split_as_their_readme_counts(name):
     assert games == [(g.index, g.offset, g.data, g.odd) for g in split_games(read_blocks(path, block=97))]
 
 
+@pytest.mark.corpus
 def test_tag_only_sections_split_on_a_repeated_tag_and_join_on_new_ones():
     fwwrc = games_of((corpus_dir() / "lichess-org__scalachess__test-kit_resources_FWWRC.pgn").read_bytes())
     assert all(text.startswith(b'[Event "FIDE Women') for _, _, text, _ in fwwrc)
@@ -74,6 +126,7 @@ def test_tag_only_sections_split_on_a_repeated_tag_and_join_on_new_ones():
     assert len(chessbase) == 1 and b'[Date "2017.12.04"]' in chessbase[0][2] and b"Kf3" in chessbase[0][2]
 
 
+@pytest.mark.corpus
 def test_tags_and_moves_on_one_line_are_flagged_for_the_reference():
     games = games_of(
         (corpus_dir() / "lichess-org__dartchess__data_headers-and-moves-on-the-same-line.pgn").read_bytes()

@@ -22,7 +22,7 @@ from chesscore.train.batching import (
     rank_share,
     steps_per_epoch,
 )
-from tests.training_data import corpus_tokens
+from tests.training_data import sample_tokens
 
 
 def _flat(plan):
@@ -53,7 +53,7 @@ def test_plan_covers_every_game_once_with_only_the_last_batch_partial(lengths, m
 
 
 def test_plan_is_a_pure_function_of_seed_epoch_lengths_and_world():
-    lengths = np.array([len(g) for g in corpus_tokens()])
+    lengths = np.array([len(g) for g in sample_tokens()])
     args = dict(seed=7, epoch=2, micro=4, world_size=2, accum=3)
     first = _flat(epoch_plan(lengths, **args))
     np.random.seed(123)  # global generators must not matter
@@ -68,7 +68,7 @@ def test_plan_is_a_pure_function_of_seed_epoch_lengths_and_world():
 
 
 def test_length_buckets_pad_far_less_than_random_batches():
-    lengths = np.array([len(g) for g in corpus_tokens()])
+    lengths = np.array([len(g) for g in sample_tokens()])
     bucketed = padding_fraction(epoch_plan(lengths, seed=1, epoch=0, micro=8, world_size=2, accum=1), lengths, 2)
     random = padding_fraction(
         epoch_plan(lengths, seed=1, epoch=0, micro=8, world_size=2, accum=1, pool_batches=0), lengths, 2
@@ -103,7 +103,7 @@ def test_padded_batch_has_the_loss_of_its_games_alone():
     """Padding targets are ignored and padding inputs never reach a real position."""
     torch.manual_seed(0)
     model = GPT(CONFIGS["tiny"]).eval()
-    games = TokenList(corpus_tokens()[:6])
+    games = TokenList(sample_tokens()[:6])
     inputs, targets = collate(games.batch(range(6)))
     with torch.no_grad():
         batched = F.cross_entropy(model(inputs).transpose(1, 2), targets, ignore_index=IGNORE, reduction="sum")

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from chesscore import checkpoint
-from tests.training_data import corpus_tokens, write_dataset
+from tests.training_data import sample_tokens, write_dataset
 
 ROOT = Path(__file__).resolve().parents[2]
 # 121 train games: with 8 games per global microbatch the last one holds a single game, so
@@ -82,7 +82,7 @@ def events(output: Path) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory) -> Path:
-    games = corpus_tokens()
+    games = sample_tokens()
     root = tmp_path_factory.mktemp("dataset")
     write_dataset(root, list(games[:121]), list(games[121:145]), list(games[145:150]))
     return root

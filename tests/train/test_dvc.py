@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.training_data import corpus_tokens, write_dataset
+from tests.training_data import sample_tokens, write_dataset
 
 ROOT = Path(__file__).resolve().parents[2]
 DVC = [sys.executable, "-m", "dvc"]
@@ -67,7 +67,7 @@ def repo(tmp_path) -> Path:
         max_seconds=None,
     )
     (repo / "params.yaml").write_text(yaml.safe_dump({"train": params["train"]}, sort_keys=False))
-    games = corpus_tokens()
+    games = sample_tokens()
     write_dataset(repo / params["train"]["dataset"], list(games[:121]), list(games[121:145]))
     init = subprocess.run([*DVC, "init", "--no-scm", "-q"], cwd=repo, capture_output=True, text=True)
     assert init.returncode == 0, init.stdout + init.stderr

@@ -12,7 +12,7 @@ from chesscore.model import CONFIGS, GPT
 from chesscore.tokens import BOS, EOS, RESERVED_START, State, decode_move, encode_game
 from chesscore.train.batching import IGNORE, TokenList, collate, eval_batches
 from chesscore.train.metrics import Totals, accumulate, add_batch, evaluate, legal_masks, legality_subset
-from tests.training_data import corpus_tokens
+from tests.training_data import sample_tokens
 
 
 def _model() -> GPT:
@@ -57,7 +57,7 @@ def _one_game_at_a_time(model: GPT, games) -> dict:
 
 def test_batched_metrics_equal_the_per_game_computation():
     model = _model()
-    games = corpus_tokens()[:24]
+    games = sample_tokens()[:24]
     got = evaluate(model, TokenList(games), micro=5)  # padded batches of mixed lengths
     want = _one_game_at_a_time(model, games)
     assert got["targets"] == want["targets"] == sum(len(g) - 1 for g in games)
@@ -71,7 +71,7 @@ def test_batched_metrics_equal_the_per_game_computation():
 
 def test_shards_of_the_batches_sum_to_the_whole():
     """What DDP validation does: each rank a share of the batches, totals all-reduced."""
-    model, games = _model(), TokenList(corpus_tokens()[:20])
+    model, games = _model(), TokenList(sample_tokens()[:20])
     batches = eval_batches(games.lengths(), 3)
     subset = legality_subset(len(games), 7)
     whole = accumulate(model, games, batches, legality=subset)
@@ -135,7 +135,7 @@ def test_stop_request_gives_no_partial_result_and_keeps_training_mode():
     model = _model().train()
     calls = []
     result = evaluate(
-        model, TokenList(corpus_tokens()[:12]), micro=4, should_stop=lambda: calls.append(1) or len(calls) > 2
+        model, TokenList(sample_tokens()[:12]), micro=4, should_stop=lambda: calls.append(1) or len(calls) > 2
     )
     assert result is None and len(calls) == 3 and model.training
 

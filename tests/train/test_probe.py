@@ -8,11 +8,11 @@ from chesscore.model import CONFIGS
 from chesscore.train.batching import TokenList
 from chesscore.train.distributed import setup
 from chesscore.train.probe import probe
-from tests.training_data import corpus_tokens
+from tests.training_data import sample_tokens
 
 
 def test_probe_reports_each_microbatch_size_and_writes_no_checkpoint(tmp_path):
-    games = TokenList(corpus_tokens()[:40])
+    games = TokenList(sample_tokens()[:40])
     longest = int(games.lengths().max())
     report = probe(CONFIGS["tiny"], games, setup("cpu"), [1, 3], tmp_path, repeats=2)
     assert json.loads((tmp_path / "probe.json").read_text()) == report

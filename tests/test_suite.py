@@ -1,0 +1,33 @@
+"""The test suite's own rules: every fixture names the real-world case it reproduces, and only
+the corpus tier may read the shared corpus."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from tests import corpus
+from tests.sample import FIXTURES, fixture, fixture_names, fixture_note
+
+
+@pytest.mark.parametrize("name", fixture_names(".pgn"))
+def test_each_pgn_fixture_opens_with_a_comment_naming_its_case(name):
+    first = (FIXTURES / name).read_bytes().split(b"\n", 1)[0]
+    assert first.startswith(b"% ") and len(fixture_note(name).split()) >= 6, first
+    assert not fixture(name).startswith(b"%")  # one comment line, then the exporter's bytes
+
+
+def test_the_zst_fixture_carries_its_note_in_a_skippable_frame_and_is_listed():
+    data = fixture("truncated.pgn.zst")
+    at = data.index(struct.pack("<I", 0x184D2A50))  # the first of zstd's skippable-frame magics
+    (size,) = struct.unpack("<I", data[at + 4 : at + 8])
+    assert b"cut short" in data[at + 8 : at + 8 + size]
+    assert fixture_names(".zst") == ["truncated.pgn.zst"]  # the .pgn ones: tests/pgn/test_split.py
+    assert "| `truncated.pgn.zst` |" in (FIXTURES / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_corpus_is_read_only_by_tests_of_the_corpus_tier(monkeypatch):
+    monkeypatch.setattr(corpus, "ENABLED", False)  # as in any run without --corpus
+    with pytest.raises(RuntimeError, match=r"not in the corpus tier: mark it @pytest\.mark\.corpus"):
+        corpus.corpus_dir()
