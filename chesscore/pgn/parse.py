@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import rust_pgn_reader_python_binding as rust_pgn
 
+from chesscore.pgn.reflow import reflow
 from chesscore.pgn.tags import TAG_LINE, TagTable
 
 OUTCOME_TOKEN = {"White": "1-0", "Black": "0-1", "Draw": "1/2-1/2", "Unknown": "*", None: None}
@@ -242,7 +243,7 @@ def reference(text: str) -> ParsedBatch:
     """One game read by python-chess (the reference), as a one-game ParsedBatch."""
     visitor = _Mainline()
     try:
-        game = chess.pgn.read_game(io.StringIO(text), Visitor=lambda: visitor)
+        game = chess.pgn.read_game(io.StringIO(reflow(text)), Visitor=lambda: visitor)  # linear time
     except _FirstError:
         game = visitor
     if game is None:
