@@ -1,0 +1,90 @@
+"""Every failure of the data stages is classified (chesscore.failures): bad input exits 65 naming
+the file, a full disk exits 75 (retryable) with nothing partial left, and neither is a traceback.
+The full disk is real: the stage runs under RLIMIT_FSIZE, so its writes fail with EFBIG as they
+would with ENOSPC (both are `exhausted` errors), whoever runs the tests (root included)."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+
+import pytest
+
+from chesscore import failures
+from chesscore.fileio import DiskFull, atomic_write_bytes, staging_dir
+from tests.hardening.pgnfiles import SAMPLE, limit_file_size, random_games, run_stage
+
+
+def marker(run) -> str:
+    lines = [line for line in run.stderr.splitlines() if line.startswith(failures.MARKER)]
+    assert len(lines) == 1 and "Traceback" not in run.stderr, run.stderr
+    return lines[0]
+
+
+def test_an_input_that_cannot_be_read_exits_65_naming_it(tmp_path):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "a.pgn").write_text(random_games(2))
+    (raw / "b.pgn").symlink_to("/proc/self/mem")  # a real EIO on read, for any user
+    run = run_stage("stages.validate", "--raw", raw, "--out", tmp_path / "out", "--no-progress")
+    assert run.code == 65 and f"bad_input: {raw / 'b.pgn'}: cannot read this input" in marker(run)
+    assert not (tmp_path / "out").exists() and not (tmp_path / ".out.tmp").exists()
+
+
+def test_a_broken_link_in_the_input_folder_exits_65_naming_it(tmp_path):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "a.pgn").write_text(random_games(2))
+    (raw / "gone.pgn.zst").symlink_to(tmp_path / "nowhere.pgn.zst")
+    run = run_stage("stages.validate", "--raw", raw, "--out", tmp_path / "out", "--no-progress")
+    assert run.code == 65 and f"{raw / 'gone.pgn.zst'}: not a readable file" in marker(run)
+
+
+@pytest.mark.parametrize("stage", ["validate", "convert"])
+def test_a_full_disk_exits_75_and_leaves_the_previous_output_and_no_temp(tmp_path, stage):
+    validated, out = tmp_path / "validated", tmp_path / stage
+    first = run_stage("stages.validate", "--raw", SAMPLE, "--out", validated, "--no-progress")
+    assert first.code == 0, first.stderr
+    args = ["--raw", SAMPLE, "--out", out] if stage == "validate" else ["--validated", validated, "--out", out]
+    assert run_stage(f"stages.{stage}", *args, "--no-progress").code == 0
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    full = run_stage(f"stages.{stage}", *args, "--no-progress", limits=limit_file_size(64 << 10))
+    assert full.code == 75 and f"temporary: {out}:" in marker(full)
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted({"validated", stage})  # no .<name>.tmp
+
+
+def test_a_damaged_validated_games_file_exits_65_naming_it(tmp_path):
+    validated = tmp_path / "validated"
+    assert run_stage("stages.validate", "--raw", SAMPLE, "--out", validated, "--no-progress").code == 0
+    games = validated / "games.arrow"
+    data = bytearray(games.read_bytes())
+    games.write_bytes(bytes(data[: len(data) // 2]))  # truncated: no footer
+    run = run_stage("stages.convert", "--validated", validated, "--out", tmp_path / "d", "--no-progress")
+    assert run.code == 65 and f"bad_input: {games}: not an Arrow IPC file" in marker(run)
+    (validated / "inputs.json").write_text(json.dumps({"inputs": "x"}))
+    run = run_stage("stages.convert", "--validated", validated, "--out", tmp_path / "d", "--no-progress")
+    assert run.code == 65 and "inputs.json: not a validate stage's inputs.json" in marker(run)
+
+
+def test_exhausted_os_errors_are_temporary_and_others_are_bugs():
+    for code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.ENOMEM):
+        assert failures.classify(OSError(code, os.strerror(code))) is failures.Temporary
+    assert failures.classify(OSError(errno.EACCES, "Permission denied")) is None
+    assert failures.classify(DiskFull("x")) is failures.Temporary
+
+
+def test_atomic_write_and_staging_leave_nothing_when_the_disk_fills(tmp_path):
+    def full(_):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    from chesscore import fileio
+
+    with pytest.raises(DiskFull, match="x.bin: No space left on device"):
+        fileio.atomic_write(tmp_path / "x.bin", full)
+    atomic_write_bytes(tmp_path / "y.bin", b"old")
+    with pytest.raises(DiskFull, match="out: No space left"), staging_dir(tmp_path / "out") as tmp:
+        (tmp / "part").write_bytes(b"half")
+        full(None)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["y.bin"]
