@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from chesscore import ranges
 from chesscore.data.shards import MANIFEST, SCHEMA, SPLITS, build_manifest, filter_rows, move_hashes, write_shard
 from chesscore.data.splits import SplitRule, assign_splits
 from chesscore.failures import BadInput
@@ -45,8 +46,7 @@ class ConvertConfig:
 
     def __post_init__(self) -> None:
         SplitRule(self.train, self.validation, self.test, self.split_key)  # raises if the fractions are wrong
-        if self.shard_games < 1:
-            raise ValueError("shard_games must be at least 1")
+        ranges.check(self, counts=("shard_games",))
 
     @property
     def split_rule(self) -> SplitRule:
