@@ -24,6 +24,7 @@ from tqdm import tqdm
 
 from chesscore import failures
 from chesscore.checkpoint import load_model
+from chesscore.cli.outlock import hold_output
 from chesscore.cli.params import PARAMS, params_section
 from chesscore.cli.runner import run_stage
 from chesscore.fileio import atomic_write_json, atomic_write_text, csv_text, sha256_file
@@ -179,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     # end the stage through run_stage: exit 78 with one line saying what to do.
     needs_stockfish = any(spec.get("kind") == STOCKFISH for spec in args.opponents)
     stockfish = find_stockfish(args.stockfish) if needs_stockfish else None
+    hold_output(args.out, "arena")
     model, _ = load_model(args.checkpoint, args.device)
     try:
         opponents = build_opponents(args.opponents, args.stockfish_search, args.device)

@@ -23,6 +23,7 @@ from typing import Any
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from chesscore import failures
+from chesscore.cli.outlock import hold_output
 from chesscore.cli.params import PARAMS, config_from, params_section, worker_count
 from chesscore.cli.progress import progress_bar
 from chesscore.cli.runner import run_stage
@@ -77,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{args.validated}: no {validate_run.GAMES}, {validate_run.INPUTS} and "
             f"{validate_run.REPORT} (run the validate stage first)"
         )
+    hold_output(args.out, "convert")
     total = json.loads((args.validated / validate_run.REPORT).read_text(encoding="utf-8"))["accepted"]
     bar = progress_bar(not args.no_progress, total=total, unit="game", desc="convert")
     start = time.perf_counter()

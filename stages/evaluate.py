@@ -26,6 +26,7 @@ from tqdm import tqdm
 
 from chesscore import failures
 from chesscore.checkpoint import load_model
+from chesscore.cli.outlock import hold_output
 from chesscore.cli.params import PARAMS, params_section
 from chesscore.cli.runner import run_stage
 from chesscore.data import dataset
@@ -83,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     # A damaged dataset (IntegrityError: exit 65), a checkpoint that is not ours or was trained
     # on another dataset (CheckpointError, DatasetMismatch: exit 78) end the stage through
     # run_stage with one line naming the file.
+    hold_output(args.out, "evaluate")
     manifest = dataset.manifest(args.dataset)
     model, payload = load_model(args.checkpoint, args.device)
     check = check_dataset(payload, manifest, args.allow_other_dataset, str(args.checkpoint))

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from chesscore import failures
+from chesscore.cli.outlock import hold_output
 from chesscore.cli.params import PARAMS, config_from, params_section
 from chesscore.cli.runner import run_stage
 from chesscore.selfplay.parallel import WorkerDied
@@ -108,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     if not args.checkpoint.is_file():
         raise failures.BadInput(f"{args.checkpoint}: no checkpoint (run the train stage first)")
+    hold_output(args.out, "selfplay")
     try:
         stats = run_selfplay(
             args.checkpoint,

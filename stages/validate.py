@@ -25,6 +25,7 @@ from typing import Any
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from chesscore import failures
+from chesscore.cli.outlock import hold_output
 from chesscore.cli.params import PARAMS, config_from, params_section, worker_count
 from chesscore.cli.progress import progress_bar
 from chesscore.cli.runner import run_stage
@@ -91,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser(values).parse_args(argv)
     config = config_from(values, ValidateConfig, params_path, "validate")
     workers = worker_count(args.workers)
+    hold_output(args.out, "validate")
     try:
         files = find_inputs(args.raw)
     except FileNotFoundError as error:

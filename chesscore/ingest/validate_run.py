@@ -18,6 +18,7 @@ byte-identical for any number of workers. Everything is written to a temporary f
 from __future__ import annotations
 
 import itertools
+import os
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -30,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 
 from chesscore import failures
+from chesscore.children import die_with_parent
 from chesscore.data.shards import SCHEMA, RowWriter, filter_rows
 from chesscore.fileio import atomic_write_json, replace_dir, sha256_file, staging_dir
 from chesscore.ingest.dedup import SeenKeys, repeated
@@ -151,7 +153,9 @@ def _ordered(items: Iterator[tuple[int, Any]], workers: int) -> Iterator[tuple[i
         for number, item in items:
             yield number, validate_batch(item) if isinstance(item, BatchJob) else item
         return
-    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+    with ProcessPoolExecutor(
+        workers, mp_context=get_context("spawn"), initializer=die_with_parent, initargs=(os.getpid(),)
+    ) as pool:
         pending: deque[tuple[int, Future | BatchResult]] = deque()
         for number, item in items:
             pending.append((number, pool.submit(validate_batch, item) if isinstance(item, BatchJob) else item))

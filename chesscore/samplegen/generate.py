@@ -20,6 +20,8 @@ import chess.engine
 import zstandard
 from tqdm import tqdm
 
+from chesscore.children import die_with_parent
+
 from . import rejects
 from .engine_game import GameRecord
 from .games import GameSpec, make_game
@@ -91,8 +93,8 @@ def _play_all(config: SampleConfig, specs: list[GameSpec]) -> list[GameRecord]:
         with ProcessPoolExecutor(
             config.workers,
             mp_context=get_context("spawn"),
-            initializer=_worker_init,
-            initargs=(config.stockfish, config.hash_mb),
+            initializer=die_with_parent,
+            initargs=(os.getpid(), _worker_init, config.stockfish, config.hash_mb),
         ) as pool:
             for record in pool.map(_worker_game, specs, chunksize=4):
                 out.append(record)

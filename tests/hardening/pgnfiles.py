@@ -72,7 +72,7 @@ def run_stage(module: str, *args, cwd: Path | None = None, env: dict | None = No
         process = subprocess.Popen(command, cwd=cwd or PROJECT, env=full_env, stdout=out, stderr=err, preexec_fn=limits)
         deadline, peak = time.monotonic() + timeout, 0
         while True:
-            peak = max([peak, *map(_high_water_kib, _tree(process.pid))])
+            peak = max([peak, *map(_high_water_kib, process_tree(process.pid))])
             pid, status, usage = os.wait4(process.pid, os.WNOHANG)
             if pid:
                 break
@@ -87,7 +87,7 @@ def run_stage(module: str, *args, cwd: Path | None = None, env: dict | None = No
         return Run(process.returncode, out.read(), err.read(), peak / 1024, usage.ru_utime + usage.ru_stime)
 
 
-def _tree(pid: int) -> list[int]:
+def process_tree(pid: int) -> list[int]:
     """pid and its descendants (from /proc/<pid>/task/*/children)."""
     found, todo = [], [pid]
     while todo:
