@@ -34,14 +34,14 @@ from chesscore import ranges
 from chesscore.data.shards import SCHEMA
 from chesscore.ingest.rows import accepted_rows
 from chesscore.pgn import meta
-from chesscore.pgn.parse import parse_batch
+from chesscore.pgn.parse import MAX_READ_PLIES, parse_batch
 from chesscore.pgn.split import RawGame
 from chesscore.pgn.tags import TagTable
 
 RESULTS = ("1-0", "0-1", "1/2-1/2")
 _RESULTS = pa.array(RESULTS)
 _STANDARD = pa.array(sorted(meta.STANDARD_VARIANTS | {"from position"}))
-MAX_PLIES = (1 << 15) - 1  # the plies column is int16
+MAX_PLIES = MAX_READ_PLIES - 1  # the plies column is int16
 INTERNAL_ERROR = "internal_error"  # the reader failed on the game: a bug, never a verdict on the data
 
 

@@ -53,6 +53,11 @@ REJECT_SCHEMA = pa.schema(
     ]
 )
 _INDEX_BITS = 40  # a dedup tag is (file number << 40) | game index
+# A batch also ends before this much text (4000 Lichess games are about 3 MB; a game alone may
+# reach MAX_GAME_BYTES, the same 8 MiB): the parsers' buffers
+# grow with the moves in a batch (~70 bytes a position), and hostile games can pack a ply into
+# 4 bytes. The output does not depend on where batches end.
+MAX_BATCH_BYTES = 8 << 20
 
 
 class AccountingError(RuntimeError):
@@ -127,12 +132,18 @@ def _work(files, inputs, config, batch_games, max_game_bytes, errors, progress) 
                 errors.append({"path": entry["path"], "error": why})
                 yield number, rejected(0, 0, "not_pgn", why)
                 continue
+            size = 0
             for game in split_games(itertools.chain([first], blocks), max_game_bytes):
+                if batch and size + len(game.data) > MAX_BATCH_BYTES:
+                    seen += len(batch)
+                    yield number, BatchJob(config, entry["path"], entry["sha256"], batch)
+                    batch, size = [], 0
                 batch.append(game)
+                size += len(game.data)
                 if len(batch) == batch_games:
                     seen += len(batch)
                     yield number, BatchJob(config, entry["path"], entry["sha256"], batch)
-                    batch = []
+                    batch, size = [], 0
                 last_end, next_index = game.offset + len(game.data), game.index + 1
         except pgn_input.InputError as error:
             failure = error

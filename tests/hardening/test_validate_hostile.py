@@ -151,3 +151,32 @@ def test_a_decompression_bomb_is_an_unreadable_reject_read_in_bounded_memory(tmp
     assert [r["reason"] for r in rejects] == ["unreadable"] and "decompression bomb" in rejects[0]["detail"]
     assert len(read(tmp_path / "out", GAMES)) == 3
     assert run.peak_rss_mib < 400, run.peak_rss_mib
+
+
+def test_a_batch_ends_at_a_byte_budget_and_the_output_does_not_change(tmp_path, monkeypatch):
+    from chesscore.ingest import validate_run
+
+    (tmp_path / "g.pgn").write_text(random_games(40), encoding="utf-8")
+    run_validate([tmp_path / "g.pgn"], tmp_path / "whole", ValidateConfig())
+    sizes = []
+    real = validate_run.validate_batch
+    monkeypatch.setattr(validate_run, "MAX_BATCH_BYTES", 5_000)
+    monkeypatch.setattr(
+        validate_run, "validate_batch", lambda job: sizes.append(sum(len(g.data) for g in job.games)) or real(job)
+    )
+    run_validate([tmp_path / "g.pgn"], tmp_path / "cut", ValidateConfig())
+    assert len(sizes) > 5 and max(sizes) <= 5_000
+    for name in ("games.arrow", "rejects.arrow", "report.json"):
+        assert (tmp_path / "whole" / name).read_bytes() == (tmp_path / "cut" / name).read_bytes()
+
+
+def test_a_long_game_for_python_chess_is_read_in_bounded_time_and_memory(tmp_path):
+    """The Rust parser gives up on the illegal last move, so python-chess reads the game: it
+    used to play all 500k moves of these 2 MB (13 s, 540 MB); it plays 32768 and skims the rest."""
+    shuffle = "Nf3 Nf6 Ng1 Ng8 " * ((2 << 20) // 16)
+    text = random_games(2) + f'[Event "x"]\n[Result "1/2-1/2"]\n\n1. e4 e5 {shuffle} Qxh8 1/2-1/2\n\n'
+    (tmp_path / "long.pgn").write_text(text, encoding="utf-8")
+    run = run_stage("stages.validate", "--raw", tmp_path / "long.pgn", "--out", tmp_path / "out", "--no-progress")
+    assert run.code == 0, run.stderr
+    assert [(r["game_index"], r["reason"]) for r in read(tmp_path / "out", REJECTS)] == [(2, "too_long")]
+    assert run.peak_rss_mib < 400 and run.cpu_seconds < 10, (run.peak_rss_mib, run.cpu_seconds)
