@@ -60,6 +60,7 @@ class Run:
     stderr: str
     peak_rss_mib: float  # the largest high-water mark of the stage process and its children
     cpu_seconds: float  # user + system of the stage process and the children it waited for
+    peak_vm_mib: float = 0.0  # the largest virtual size (VmPeak) of any of them
 
 
 def run_stage(module: str, *args, cwd: Path | None = None, env: dict | None = None, limits=None, timeout=900) -> Run:
@@ -70,9 +71,11 @@ def run_stage(module: str, *args, cwd: Path | None = None, env: dict | None = No
     full_env = {**os.environ, "PYTHONPATH": str(PROJECT), **(env or {})}
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         process = subprocess.Popen(command, cwd=cwd or PROJECT, env=full_env, stdout=out, stderr=err, preexec_fn=limits)
-        deadline, peak = time.monotonic() + timeout, 0
+        deadline, peak, peak_vm = time.monotonic() + timeout, 0, 0
         while True:
-            peak = max([peak, *map(_high_water_kib, process_tree(process.pid))])
+            tree = process_tree(process.pid)
+            peak = max([peak, *(_status_kib(pid, "VmHWM") for pid in tree)])
+            peak_vm = max([peak_vm, *(_status_kib(pid, "VmPeak") for pid in tree)])
             pid, status, usage = os.wait4(process.pid, os.WNOHANG)
             if pid:
                 break
@@ -84,7 +87,8 @@ def run_stage(module: str, *args, cwd: Path | None = None, env: dict | None = No
         process.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
         out.seek(0)
         err.seek(0)
-        return Run(process.returncode, out.read(), err.read(), peak / 1024, usage.ru_utime + usage.ru_stime)
+        cpu = usage.ru_utime + usage.ru_stime
+        return Run(process.returncode, out.read(), err.read(), peak / 1024, cpu, peak_vm / 1024)
 
 
 def process_tree(pid: int) -> list[int]:
@@ -101,14 +105,14 @@ def process_tree(pid: int) -> list[int]:
     return found
 
 
-def _high_water_kib(pid: int) -> int:
-    """VmHWM of a live process, 0 once it is gone. (Popen returns only after the child's exec,
-    so the mark is never the test process's own.)"""
+def _status_kib(pid: int, field: str) -> int:
+    """A /proc/<pid>/status field in KiB (VmHWM, VmPeak) of a live process, 0 once it is gone.
+    (Popen returns only after the child's exec, so the mark is never the test process's own.)"""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return 0
-    line = next((x for x in status.splitlines() if x.startswith("VmHWM:")), None)
+    line = next((x for x in status.splitlines() if x.startswith(f"{field}:")), None)
     return int(line.split()[1]) if line else 0
 
 

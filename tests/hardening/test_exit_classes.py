@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import resource
 
 import pytest
 
@@ -88,3 +89,32 @@ def test_atomic_write_and_staging_leave_nothing_when_the_disk_fills(tmp_path):
         (tmp / "part").write_bytes(b"half")
         full(None)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["y.bin"]
+
+
+def limit_memory(nbytes: int):
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (nbytes, nbytes))
+
+    return apply
+
+
+def test_out_of_memory_is_a_retryable_exit_with_nothing_partial_left(tmp_path):
+    """Real memory exhaustion: the address space is capped a little above what the stage needs
+    for a tiny input, and the input needs ~300 MB more (a game of 2M plies). Python's
+    MemoryError exits 75; the Rust parser aborts (SIGABRT, 134): both are retryable for the
+    flow (failures.is_retryable_exit). The output folder is untouched; the next run succeeds and
+    removes the killed run's temporary folder."""
+    (tmp_path / "tiny.pgn").write_text(random_games(1))
+    tiny = run_stage("stages.validate", "--raw", tmp_path / "tiny.pgn", "--out", tmp_path / "t", "--no-progress")
+    assert tiny.code == 0 and tiny.peak_vm_mib > 0
+    shuffle = "Nf3 Nf6 Ng1 Ng8 " * ((8 << 20) // 16 - 20)
+    (tmp_path / "dense.pgn").write_text(f'[Event "x"]\n[Result "1/2-1/2"]\n\n1. e4 e5 {shuffle}1/2-1/2\n\n')
+    out = tmp_path / "out"
+    limit = int((tiny.peak_vm_mib + 64) * (1 << 20))
+    run = run_stage("stages.validate", "--raw", tmp_path / "dense.pgn", "--out", out, limits=limit_memory(limit))
+    assert failures.is_retryable_exit(run.code) and run.code != 0, (run.code, run.stderr[-800:])
+    assert "Traceback" not in run.stderr
+    assert not out.exists()
+    again = run_stage("stages.validate", "--raw", tmp_path / "dense.pgn", "--out", out, "--no-progress")
+    assert again.code == 0 and (out / "games.arrow").is_file()
+    assert not (tmp_path / ".out.tmp").exists()
