@@ -118,3 +118,25 @@ def test_out_of_memory_is_a_retryable_exit_with_nothing_partial_left(tmp_path):
     again = run_stage("stages.validate", "--raw", tmp_path / "dense.pgn", "--out", out, "--no-progress")
     assert again.code == 0 and (out / "games.arrow").is_file()
     assert not (tmp_path / ".out.tmp").exists()
+
+
+def test_atomic_write_flushes_the_file_then_its_folder(tmp_path, monkeypatch):
+    """The rename lives in the folder: without an fsync of the folder a power loss may lose the
+    newest name (the reproduction: atomic_write renamed without one)."""
+    from chesscore import fileio
+
+    synced, real_fsync, real_replace = [], os.fsync, os.replace
+
+    def fsync(fd):
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    def replace(src, dst):
+        synced.append(("rename", os.fspath(dst)))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(fileio.os, "fsync", fsync)
+    monkeypatch.setattr(fileio.os, "replace", replace)
+    atomic_write_bytes(tmp_path / "x.bin", b"new")
+    assert synced[0].startswith(str(tmp_path / ".x.bin.")) and synced[0].endswith(".tmp")
+    assert synced[1:] == [("rename", str(tmp_path / "x.bin")), str(tmp_path)]
