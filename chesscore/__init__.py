@@ -6,9 +6,12 @@ At the top, what every part shares:
     model       the GPT (one file, a config dataclass) and its named configs
     checkpoint  saving and loading checkpoints (tensors + JSON-able metadata, weights_only=True)
     failures    the three kinds of expected failure (bad input, refused, temporary) and exit codes
-    fileio      atomic writes, content hashes, YAML read as DVC reads it
+    fileio      atomic writes (fsynced), staged folders, content hashes, YAML read as DVC reads it
     config      settings dataclasses: checked mappings, fields documented by their comments
+    ranges      the sign and range checks of every config dataclass's knobs
     progress    the progress bar every long loop shows
+    locks       OS file locks that die with their process; temporary folders owned by one
+    children    pool workers that die with the process that started them
 
 Then one sub-package per concern, in the order the pipeline runs:
 

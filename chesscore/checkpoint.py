@@ -13,7 +13,9 @@ Every checkpoint (supervised training, self-play RL) is one dict:
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from chesscore.fileio import atomic_write
 from chesscore.model import GPT, GPTConfig
 
 FORMAT = "chesscore-checkpoint/1"
+_LAYER = re.compile(r"transformer\.h\.(\d+)\.")
 
 
 class CheckpointError(Refused, ValueError):
@@ -60,8 +63,60 @@ def model_payload(model: GPT, identity: dict[str, Any], **extra: Any) -> dict[st
 
 
 def load_model(path: str | os.PathLike, device: str | torch.device = "cpu") -> tuple[GPT, dict[str, Any]]:
-    """The model of a checkpoint, in eval mode on `device`, and the whole payload."""
+    """The model of a checkpoint, in eval mode on `device`, and the whole payload. The config
+    is checked against the tensors' shapes before any model is built (a config that does not
+    match its weights could ask for gigabytes), so a bad checkpoint is a CheckpointError."""
     payload = load(path, map_location=device)
-    model = GPT(GPTConfig(**payload["config"]))
+    config = model_config(path, payload)
+    check_weights(path, config, payload.get("model"))
+    model = GPT(config)
     model.load_state_dict(payload["model"])
     return model.to(device).eval(), payload
+
+
+def model_config(path: str | os.PathLike, payload: dict[str, Any]) -> GPTConfig:
+    """The checkpoint's GPTConfig: a mapping of known fields with values in range."""
+    config = payload.get("config")
+    if not isinstance(config, dict):
+        raise CheckpointError(f"{path}: no model `config` mapping")
+    known = {f.name for f in dataclasses.fields(GPTConfig)}
+    unknown = sorted(map(str, set(config) - known))
+    if unknown:
+        raise CheckpointError(f"{path}: config has unknown key(s) {', '.join(unknown)} (known: {', '.join(known)})")
+    try:
+        return GPTConfig(**config)
+    except (TypeError, ValueError) as error:
+        raise CheckpointError(f"{path}: config: {error}") from None
+
+
+def check_weights(path: str | os.PathLike, config: GPTConfig, state: Any) -> None:
+    """Refuse weights that do not fit `config`: missing or extra tensors, other shapes, not
+    floating point, or not finite. The layer count and widths are read off the tensors first,
+    so the expected shapes come from a model on the meta device (no memory) of a sane size."""
+    if not isinstance(state, dict) or not state or not all(isinstance(t, torch.Tensor) for t in state.values()):
+        raise CheckpointError(f"{path}: no `model` weights (a mapping of tensor names to tensors)")
+    layers = {match[1] for key in state if (match := _LAYER.match(str(key)))}
+    embedding = state.get("transformer.wte.weight")
+    positions = state.get("transformer.wpe.weight")
+    found = (
+        len(layers),
+        tuple(embedding.shape) if embedding is not None else None,
+        tuple(positions.shape) if positions is not None else None,
+    )
+    wanted = (config.n_layer, (config.vocab_size, config.n_embd), (config.block_size, config.n_embd))
+    if found != wanted:
+        raise CheckpointError(
+            f"{path}: the config does not match the weights: layers, token and position embeddings "
+            f"{found} in the tensors, {wanted} in the config"
+        )
+    with torch.device("meta"):
+        expected = {name: tuple(t.shape) for name, t in GPT(config).state_dict().items()}
+    missing, extra = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
+    if missing or extra:
+        raise CheckpointError(f"{path}: weights missing {missing[:4]}, unexpected {extra[:4]}")
+    for name, shape in expected.items():
+        tensor = state[name]
+        if tuple(tensor.shape) != shape:
+            raise CheckpointError(f"{path}: {name} has shape {tuple(tensor.shape)}, the config needs {shape}")
+        if not tensor.is_floating_point() or not bool(torch.isfinite(tensor).all()):
+            raise CheckpointError(f"{path}: {name} is not a finite floating-point tensor")

@@ -13,7 +13,8 @@ The convention (exit codes from BSD sysexits.h, so they mean the same to other t
     0     -           -       main returned normally
     65    bad_input   no      BadInput and its subclasses (a retry reads the same input)
     78    refused     no      Refused and its subclasses (identity, set-up or params refused)
-    75    temporary   yes     Temporary; MemoryError, torch.OutOfMemoryError (may pass next time)
+    75    temporary   yes     Temporary; MemoryError, torch.OutOfMemoryError, a full disk or quota
+                              (OSError ENOSPC, EDQUOT, EFBIG, ENOMEM): may pass next time
     -N / 128+N  killed yes    the process died of signal N (SIGKILL from the OOM killer or a person)
     1     bug         no      any other exception: the traceback is printed; a retry hits it again
     2     usage       no      argparse rejected the command line
@@ -26,6 +27,7 @@ quotes as the stage's message:
 
 from __future__ import annotations
 
+import errno
 import sys
 
 BAD_INPUT = 65  # EX_DATAERR
@@ -75,12 +77,22 @@ def classify(error: BaseException) -> type[StageFailure] | None:
         return kind
     if isinstance(error, StageFailure):
         return StageFailure
-    if isinstance(error, MemoryError):
+    if isinstance(error, MemoryError) or exhausted(error):
         return Temporary
     torch_oom = getattr(sys.modules.get("torch"), "OutOfMemoryError", None)
     if isinstance(torch_oom, type) and isinstance(error, torch_oom):
         return Temporary
     return None
+
+
+# The disk (or a quota, or a file size limit) is full, or the kernel is out of memory: the
+# same run may pass once space is freed, so these are temporary, not bugs.
+EXHAUSTED = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.ENOMEM}
+
+
+def exhausted(error: BaseException) -> bool:
+    """Whether an error is the system running out of a resource (disk, quota, memory)."""
+    return isinstance(error, OSError) and error.errno in EXHAUSTED
 
 
 def is_retryable_exit(code: int) -> bool:

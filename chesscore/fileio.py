@@ -1,28 +1,44 @@
 """Small file helpers every stage shares: atomic writes and content hashes.
 
 A file is written to a temporary name in the same folder, flushed to disk, then renamed over
-its final name, so a killed process never leaves a half file under the final name.
+its final name (and the folder flushed), so a killed process or a power loss never leaves a
+half file under the final name. A folder is built beside its final name and swapped in whole:
+
+    with staging_dir(out) as tmp:        # out/../.<name>.tmp, removed if the block fails
+        ...write into tmp...
+        replace_dir(tmp, out)
 """
 
 from __future__ import annotations
 
 import csv
+import errno
 import hashlib
 import io
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
+
+from chesscore.failures import Temporary, exhausted
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
+class DiskFull(Temporary):
+    """The disk, a quota or a file size limit ran out while writing: nothing was left under the
+    final name, and the same run may pass once space is freed."""
+
+
 def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], Any]) -> None:
-    """Call write(file) on a temporary file beside `path`, then rename it to `path`."""
+    """Call write(file) on a temporary file beside `path`, then rename it to `path`. The file
+    and then its folder are fsynced, so after a power loss the name holds the old file or the
+    new one, whole."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -33,9 +49,49 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], Any]) -> 
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+        fsync_dir(path.parent)  # the rename itself lives in the folder: without this it may be lost
+    except BaseException as error:
         Path(tmp).unlink(missing_ok=True)
+        if exhausted(error):
+            raise _disk_full(path, error) from error
         raise
+
+
+def fsync_dir(folder: str | os.PathLike) -> None:
+    """Flush a folder's entries (creations, renames) to disk."""
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    except OSError as error:  # a file system that cannot sync folders (some network ones) says EINVAL
+        if error.errno != errno.EINVAL:
+            raise
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def staging_dir(out: str | os.PathLike) -> Iterator[Path]:
+    """A fresh, empty folder beside `out` (`.<name>.tmp`) to build `out` in; end the block with
+    replace_dir(tmp, out). If the block fails, the folder is removed (a full disk becomes
+    DiskFull): nothing partial is left, neither under `out` nor beside it."""
+    out = Path(out)
+    tmp = out.with_name(f".{out.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)  # a killed run's leftovers
+    tmp.mkdir(parents=True)
+    try:
+        yield tmp
+    except BaseException as error:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if exhausted(error) or isinstance(error, DiskFull):
+            raise _disk_full(out, error) from error
+        raise
+
+
+def _disk_full(target: Path, error: BaseException) -> DiskFull:
+    while isinstance(error, DiskFull) and error.__cause__ is not None:  # name the outermost target
+        error = error.__cause__
+    why = getattr(error, "strerror", None) or str(error)
+    return DiskFull(f"{target}: {why} while writing it; nothing was written under that name")
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
@@ -98,9 +154,15 @@ def replace_dir(new: Path, out: Path) -> None:
     """Put `new` in place of `out` (renames: a reader sees the old folder or the new one)."""
     old = out.with_name(f".{out.name}.old")
     shutil.rmtree(old, ignore_errors=True)
+    for folder, _, names in os.walk(new):  # the new files' contents, before any name points at them
+        for name in names:
+            with open(os.path.join(folder, name), "rb") as f:
+                os.fsync(f.fileno())
+        fsync_dir(folder)
     if out.exists():
         out.rename(old)
     new.rename(out)
+    fsync_dir(out.parent)
     shutil.rmtree(old, ignore_errors=True)
 
 

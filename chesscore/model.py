@@ -22,6 +22,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from chesscore import ranges
 from chesscore.failures import Refused
 from chesscore.tokens import VOCAB_SIZE
 
@@ -37,8 +38,11 @@ class GPTConfig:
     bias: bool = True  # biases in Linear and LayerNorm layers
 
     def __post_init__(self) -> None:
+        ranges.check(self, counts=("n_layer", "n_head", "n_embd", "block_size", "vocab_size"), fraction=("dropout",))
+        if not isinstance(self.bias, bool):
+            raise ranges.InvalidSetting(f"bias must be true or false, got {self.bias!r}")
         if self.n_embd % self.n_head:
-            raise ValueError(f"n_embd {self.n_embd} does not divide into {self.n_head} heads")
+            raise ranges.InvalidSetting(f"n_embd {self.n_embd} does not divide into {self.n_head} heads")
 
     def to_dict(self) -> dict:
         return asdict(self)

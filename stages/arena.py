@@ -20,6 +20,7 @@ from typing import Any, Literal
 import torch
 
 from chesscore.checkpoint import load_model
+from chesscore.cli.outlock import hold_output
 from chesscore.cli.params import stage_settings
 from chesscore.cli.runner import run_stage
 from chesscore.config import flat
@@ -130,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     # end the stage through run_stage: exit 78 with one line saying what to do.
     needs_stockfish = any(spec.kind == STOCKFISH for spec in settings.opponents)
     stockfish = find_stockfish(settings.stockfish.path) if needs_stockfish else None
+    hold_output(settings.out, "arena")
     model, _ = load_model(settings.checkpoint, device)
     opponents = build_opponents(settings.opponents, settings.stockfish, device)
     started = time.perf_counter()

@@ -24,6 +24,7 @@ from typing import Any
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from chesscore import failures
+from chesscore.cli.outlock import hold_output
 from chesscore.cli.params import stage_settings, worker_count
 from chesscore.cli.runner import run_stage
 from chesscore.config import flat
@@ -74,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{validated}: no {validate_run.GAMES}, {validate_run.INPUTS} and "
             f"{validate_run.REPORT} (run the validate stage first)"
         )
+    hold_output(settings.out, "convert")
     total = json.loads((validated / validate_run.REPORT).read_text(encoding="utf-8"))["accepted"]
     bar = progress_bar(not args.no_progress, total=total, unit="game", desc="convert")
     start = time.perf_counter()

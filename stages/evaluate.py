@@ -25,6 +25,7 @@ import torch
 
 from chesscore import failures
 from chesscore.checkpoint import load_model
+from chesscore.cli.outlock import hold_output
 from chesscore.cli.params import stage_settings
 from chesscore.cli.runner import run_stage
 from chesscore.config import flat
@@ -69,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     # A damaged dataset (IntegrityError: exit 65), a checkpoint that is not ours or was trained
     # on another dataset (CheckpointError, DatasetMismatch: exit 78) end the stage through
     # run_stage with one line naming the file.
+    hold_output(out, "evaluate")
     manifest = dataset.manifest(settings.dataset)
     model, payload = load_model(settings.checkpoint, device)
     check = check_dataset(payload, manifest, args.allow_other_dataset, str(settings.checkpoint))

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from chesscore import failures
+from chesscore.cli.outlock import hold_output
 from chesscore.cli.params import stage_settings
 from chesscore.cli.runner import run_stage
 from chesscore.config import flat
@@ -105,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     if not settings.checkpoint.is_file():
         raise failures.BadInput(f"{settings.checkpoint}: no checkpoint (run the train stage first)")
+    hold_output(settings.out, "selfplay")
     stats = run_selfplay(
         settings.checkpoint,
         settings.out,

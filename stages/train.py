@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Literal
 
 from chesscore import failures
+from chesscore.cli.outlock import hold_output
 from chesscore.cli.params import stage_settings
 from chesscore.cli.runner import run_stage
 from chesscore.config import flat
@@ -88,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     # SIGTERM (a scheduler's preemption, torchrun passing one on) means "the deadline is now":
     # the run saves at its next step or validation batch and exits with failures.TEMPORARY (75).
     signal.signal(signal.SIGTERM, lambda signum, frame: setattr(deadline, "at", 0.0))
+    if os.environ.get("RANK", "0") == "0":  # under torchrun, rank 0 holds it for all ranks
+        hold_output(args.output, "train")
     env = distributed.setup(config.device)
     failure = args.output / f"failure-rank{env.rank}.json"
     failure.unlink(missing_ok=True)

@@ -26,6 +26,7 @@ from typing import Any
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from chesscore import failures
+from chesscore.cli.outlock import hold_output
 from chesscore.cli.params import stage_settings, worker_count
 from chesscore.cli.runner import run_stage
 from chesscore.config import flat
@@ -84,6 +85,7 @@ def summary(report: dict[str, Any], out: Path, seconds: float, workers: int) -> 
 def main(argv: list[str] | None = None) -> int:
     settings, args = stage_settings(argv, "validate", Settings, __doc__, extra=no_progress)
     workers = worker_count(settings.workers)
+    hold_output(settings.out, "validate")
     try:
         files = find_inputs(list(settings.raw))
     except FileNotFoundError as error:

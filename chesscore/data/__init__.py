@@ -6,7 +6,8 @@
 
 Modules: `shards` (the shard schema, content-addressed shard files, the manifest and its
 fingerprint, move-sequence keys), `splits` (a game's split from a keyed hash of its id),
-`dataset` (the reader: nothing is yielded before every shard matches the manifest). Writers of
+`structure` (every manifest field the readers use, type and range checked), `dataset` (the
+reader: nothing is yielded before every shard matches the manifest). Writers of
 datasets (chesscore.ingest, chesscore.selfplay.export) and readers (train, eval) meet here, and
 nothing here reads PGN, so a change in the PGN code never reruns training.
 """

@@ -28,6 +28,7 @@ import pyarrow as pa
 
 from chesscore import tokens
 from chesscore.data.shards import FORMAT, MANIFEST, SHARDS, SPLITS, fingerprint
+from chesscore.data.structure import check_structure
 from chesscore.failures import BadInput
 from chesscore.fileio import atomic_write_json, sha256_file
 
@@ -228,13 +229,12 @@ def _read_manifest(root: Path) -> tuple[dict[str, Any], str]:
         raise IntegrityError(f"{path}: not a {FORMAT} manifest")
     if meta.get("fingerprint") != fingerprint(meta):
         raise IntegrityError(f"{path}: the fingerprint does not match the manifest's content")
-    version = meta.get("tokenizer", {}).get("version")
+    check_structure(path, meta, IntegrityError)
+    version = meta["tokenizer"]["version"]
     if version != tokens.VERSION:
         raise IntegrityError(f"{path}: tokens are {version!r}, this code reads {tokens.VERSION!r}")
-    for shard in meta.get("shards", []):
+    for shard in meta["shards"]:
         _inside(root, shard["path"])
-        if shard.get("split") not in SPLITS:
-            raise IntegrityError(f"{path}: shard {shard['path']} has unknown split {shard.get('split')!r}")
     return meta, hashlib.sha256(raw).hexdigest()
 
 

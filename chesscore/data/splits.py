@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from chesscore import ranges
+
 
 @dataclass(frozen=True)
 class SplitRule:
@@ -23,9 +25,14 @@ class SplitRule:
     split_key: str = "chesscore-split-v1"  # the hash key: change it to draw a new split
 
     def __post_init__(self) -> None:
+        ranges.check(self, fraction=("train", "validation", "test"))
         fractions = (self.train, self.validation, self.test)
-        if min(fractions) < 0 or abs(sum(fractions) - 1) > 1e-9:
-            raise ValueError(f"split fractions {fractions} must be >= 0 and sum to 1")
+        if abs(sum(fractions) - 1) > 1e-9:
+            raise ranges.InvalidSetting(f"train, validation, test: the split fractions {fractions} must sum to 1")
+        if not isinstance(self.split_key, str) or not 0 < len(self.split_key.encode()) <= 64:
+            raise ranges.InvalidSetting(
+                f"split_key must be a text of 1 to 64 bytes (a blake2b key), got {self.split_key!r}"
+            )
 
 
 def assign_splits(game_ids: list[str], rule: SplitRule) -> np.ndarray:

@@ -29,12 +29,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from chesscore import ranges
 from chesscore.data import dataset
 from chesscore.eval.moves import PositionResult, analyse_games
 from chesscore.failures import Refused
 from chesscore.fileio import sha256_bytes
 from chesscore.model import GPT
-from chesscore.tokens import PAD, VERSION
+from chesscore.tokens import PAD, VERSION, VOCAB_SIZE
 from chesscore.train import metrics
 from chesscore.train.batching import IGNORE, TokenList, collate, eval_batches
 
@@ -58,10 +59,9 @@ class EvalConfig:
     middlegame_until_ply: int = 60  # plies 21..60 the middlegame, later ones the endgame
 
     def __post_init__(self) -> None:
-        if self.games is not None and self.games < 1 or min(self.batch_size, self.top_k, self.rating_bin) < 1:
-            raise ValueError(f"games, batch_size, top_k and rating_bin must be >= 1: {self}")
-        if not 0 <= self.opening_until_ply < self.middlegame_until_ply:
-            raise ValueError("phases need 0 <= opening_until_ply < middlegame_until_ply")
+        ranges.check(self, counts=("games", "batch_size", "top_k", "rating_bin"), whole=("seed", "opening_until_ply"))
+        ranges.at_most("top_k", self.top_k, VOCAB_SIZE)
+        ranges.at_least("middlegame_until_ply", self.middlegame_until_ply, self.opening_until_ply + 1, integer=True)
 
 
 def _fingerprints(identity: Any) -> set[str]:

@@ -12,8 +12,7 @@ built aside and swapped in whole.
 from __future__ import annotations
 
 import json
-import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -22,10 +21,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from chesscore.data.shards import MANIFEST, SPLITS, build_manifest, filter_rows, move_hashes, write_shard
+from chesscore import ranges
+from chesscore.data.shards import MANIFEST, SCHEMA, SPLITS, build_manifest, filter_rows, move_hashes, write_shard
 from chesscore.data.splits import SplitRule, assign_splits
 from chesscore.failures import BadInput
-from chesscore.fileio import atomic_write_json, replace_dir
+from chesscore.fileio import atomic_write_json, replace_dir, staging_dir
 from chesscore.ingest import validate_run
 from chesscore.ingest.dedup import SeenKeys, repeated
 
@@ -46,8 +46,7 @@ class ConvertConfig:
 
     def __post_init__(self) -> None:
         SplitRule(self.train, self.validation, self.test, self.split_key)  # raises if the fractions are wrong
-        if self.shard_games < 1:
-            raise ValueError("shard_games must be at least 1")
+        ranges.check(self, counts=("shard_games",))
 
     @property
     def split_rule(self) -> SplitRule:
@@ -73,59 +72,82 @@ def _count_leaks(seen: SeenKeys, hashes: np.ndarray, splits: np.ndarray) -> int:
     return leaks
 
 
+def _validated_inputs(path: Path) -> dict[str, Any]:
+    """The validate stage's inputs.json; a damaged one is BadInput naming it."""
+    try:
+        source = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(source.get("inputs"), list) or not isinstance(source.get("params"), dict):
+            raise ValueError("no `inputs` list or `params` mapping")
+    except (OSError, ValueError, AttributeError) as error:
+        raise BadInput(f"{path}: not a validate stage's inputs.json ({error})") from None
+    return source
+
+
+def _validated_games(path: Path) -> Iterator[pa.RecordBatch]:
+    """The validated games a record batch at a time (read, not memory-mapped: pages of a map stay
+    resident, so RSS would grow with the input). A damaged file is BadInput naming it."""
+    with pa.OSFile(str(path)) as f:
+        try:
+            reader = pa.ipc.open_file(f)
+        except pa.ArrowInvalid as error:
+            raise BadInput(f"{path}: not an Arrow IPC file ({error})") from None
+        if not reader.schema.equals(SCHEMA):
+            raise BadInput(f"{path}: its columns are not the game table's (chesscore.data.shards.SCHEMA)")
+        for number in range(reader.num_record_batches):
+            try:
+                batch = reader.get_batch(number)
+                batch.validate(full=True)
+            except pa.ArrowInvalid as error:
+                raise BadInput(f"{path}: record batch {number} is damaged ({error})") from None
+            yield batch
+
+
 def run_convert(
     validated: Path, out: Path, config: ConvertConfig, workers: int = 1, progress: Callable[[int], None] | None = None
 ) -> dict[str, Any]:
     """Write out/manifest.json and out/shards/*.arrow; return the manifest."""
     validated, out = Path(validated), Path(out)
-    source = json.loads((validated / validate_run.INPUTS).read_text(encoding="utf-8"))
-    tmp = out.with_name(f".{out.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    pending: dict[int, list[pa.RecordBatch]] = {s: [] for s in range(len(SPLITS))}
-    counts = dict.fromkeys(range(len(SPLITS)), 0)
-    shards: list[Future] = []
-    seen, leaks = SeenKeys(), 0
-    # Read (not memory-map) the validated games: pages of a map stay resident, so RSS would
-    # grow with the input; read batches are freed once split into shards.
-    with ThreadPoolExecutor(max(1, workers)) as pool, pa.OSFile(str(validated / validate_run.GAMES)) as f:
+    source = _validated_inputs(validated / validate_run.INPUTS)
+    with staging_dir(out) as tmp:
+        pending: dict[int, list[pa.RecordBatch]] = {s: [] for s in range(len(SPLITS))}
+        counts = dict.fromkeys(range(len(SPLITS)), 0)
+        shards: list[Future] = []
+        seen, leaks = SeenKeys(), 0
+        with ThreadPoolExecutor(max(1, workers)) as pool:
 
-        def flush(split: int, final: bool) -> None:
-            table = pa.Table.from_batches(pending[split]) if pending[split] else None
-            while table is not None and (table.num_rows >= config.shard_games or (final and table.num_rows)):
-                rows = table.slice(0, config.shard_games)
-                shards.append(pool.submit(write_shard, rows, tmp, SPLITS[split]))
-                table = table.slice(rows.num_rows)
-            pending[split] = table.to_batches() if table is not None else []
-            counts[split] = table.num_rows if table is not None else 0
+            def flush(split: int, final: bool) -> None:
+                table = pa.Table.from_batches(pending[split]) if pending[split] else None
+                while table is not None and (table.num_rows >= config.shard_games or (final and table.num_rows)):
+                    rows = table.slice(0, config.shard_games)
+                    shards.append(pool.submit(write_shard, rows, tmp, SPLITS[split]))
+                    table = table.slice(rows.num_rows)
+                pending[split] = table.to_batches() if table is not None else []
+                counts[split] = table.num_rows if table is not None else 0
 
-        reader = pa.ipc.open_file(f)
-        for number in range(reader.num_record_batches):
-            batch = reader.get_batch(number)
-            splits = assign_splits(batch["game_id"].to_pylist(), config.split_rule)
-            hashes = move_hashes(batch["tokens"])
-            leaks += _count_leaks(seen, hashes, splits)
+            for batch in _validated_games(validated / validate_run.GAMES):
+                splits = assign_splits(batch["game_id"].to_pylist(), config.split_rule)
+                hashes = move_hashes(batch["tokens"])
+                leaks += _count_leaks(seen, hashes, splits)
+                for split in range(len(SPLITS)):
+                    part = filter_rows(batch, splits == split)
+                    if part.num_rows:
+                        pending[split].append(part)
+                        counts[split] += part.num_rows
+                        if counts[split] >= config.shard_games:
+                            flush(split, final=False)
+                if progress:
+                    progress(batch.num_rows)
             for split in range(len(SPLITS)):
-                part = filter_rows(batch, splits == split)
-                if part.num_rows:
-                    pending[split].append(part)
-                    counts[split] += part.num_rows
-                    if counts[split] >= config.shard_games:
-                        flush(split, final=False)
-            if progress:
-                progress(batch.num_rows)
-        for split in range(len(SPLITS)):
-            flush(split, final=True)
-        entries = [future.result() for future in shards]
-    if leaks:
-        shutil.rmtree(tmp)
-        raise LeakageError(f"{leaks} games have the same moves as a game in another split")
-    inputs = [
-        {key: entry[key] for key in ("path", "sha256", "bytes", "games_seen", "accepted", "rejected")}
-        for entry in source["inputs"]
-    ]
-    params = {"validate": source["params"], "convert": asdict(config)}
-    manifest = build_manifest(params, inputs, entries, leakage={"cross_split_identical_moves": leaks})
-    atomic_write_json(tmp / MANIFEST, manifest)
-    replace_dir(tmp, out)
+                flush(split, final=True)
+            entries = [future.result() for future in shards]
+        if leaks:
+            raise LeakageError(f"{leaks} games have the same moves as a game in another split")
+        inputs = [
+            {key: entry[key] for key in ("path", "sha256", "bytes", "games_seen", "accepted", "rejected")}
+            for entry in source["inputs"]
+        ]
+        params = {"validate": source["params"], "convert": asdict(config)}
+        manifest = build_manifest(params, inputs, entries, leakage={"cross_split_identical_moves": leaks})
+        atomic_write_json(tmp / MANIFEST, manifest)
+        replace_dir(tmp, out)
     return manifest

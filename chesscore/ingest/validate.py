@@ -6,7 +6,7 @@
     result.rejects       # [(game index, byte offset, game id, reason, detail)], in order
 
 Rules, in the order they are checked (the first that fails is the reject reason):
-  unparsable         no game in the text, invalid UTF-8, or a text too large
+  unparsable         no game in the text, invalid UTF-8, a NUL byte, or a text too large
   variant            a Variant other than standard chess
   setup_position     a FEN / SetUp start other than the standard position
   null_move, illegal_move   a move python-chess cannot play (it decides for the fast parser)
@@ -15,6 +15,7 @@ Rules, in the order they are checked (the first that fails is the reject reason)
   result_mismatch    the movetext's result token, or a final mate/stalemate, disagrees with Result
   too_short, too_long   fewer than min_plies, or more plies than fit context_tokens
   filtered:<rule>    the optional filters: unrated, rating, time_control, termination, bot
+  internal_error     the reader itself failed on the game (a bug: the detail says how)
 Duplicates are found across batches and files by the caller (chesscore.ingest.validate_run).
 """
 
@@ -29,15 +30,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from chesscore import ranges
+from chesscore.data.shards import SCHEMA
 from chesscore.ingest.rows import accepted_rows
 from chesscore.pgn import meta
-from chesscore.pgn.parse import parse_batch
+from chesscore.pgn.parse import MAX_READ_PLIES, parse_batch
 from chesscore.pgn.split import RawGame
 from chesscore.pgn.tags import TagTable
 
 RESULTS = ("1-0", "0-1", "1/2-1/2")
 _RESULTS = pa.array(RESULTS)
 _STANDARD = pa.array(sorted(meta.STANDARD_VARIANTS | {"from position"}))
+MAX_PLIES = MAX_READ_PLIES - 1  # the plies column is int16
+INTERNAL_ERROR = "internal_error"  # the reader failed on the game: a bug, never a verdict on the data
 
 
 @dataclass(frozen=True)
@@ -59,9 +64,20 @@ class ValidateConfig:
         return (self.context_tokens - 2) // 3
 
     def __post_init__(self) -> None:
+        ranges.check(self, counts=("min_plies",), whole=("min_rating", "max_rating"))
+        # plies are stored as int16, ratings too: a bound past them would filter nothing.
+        ranges.at_least("context_tokens", self.context_tokens, 2 + 3 * self.min_plies, integer=True)
+        ranges.at_most("context_tokens", self.context_tokens, 2 + 3 * MAX_PLIES, integer=True)
+        for name in ("min_rating", "max_rating"):
+            ranges.at_most(name, getattr(self, name), meta.MAX_RATING)
+        if self.min_rating is not None and self.max_rating is not None and self.min_rating > self.max_rating:
+            raise ranges.InvalidSetting(f"min_rating {self.min_rating} is above max_rating {self.max_rating}")
         unknown = set(self.time_control_classes or ()) - set(meta.ALL_CLASSES)
         if unknown:
-            raise ValueError(f"time_control_classes: unknown {sorted(unknown)}; known: {', '.join(meta.ALL_CLASSES)}")
+            raise ranges.InvalidSetting(
+                f"time_control_classes: unknown time control classes {sorted(unknown)}; "
+                f"known: {', '.join(meta.ALL_CLASSES)}"
+            )
 
 
 class BatchJob(NamedTuple):
@@ -159,16 +175,57 @@ def _filtered(config: ValidateConfig, headers: dict[str, str]) -> tuple[str, str
 
 
 def validate_batch(job: BatchJob) -> BatchResult:
-    """Decode, parse and judge a batch of games of one file; build rows for the accepted."""
+    """Decode, parse and judge a batch of games of one file; build rows for the accepted.
+
+    One game must never stop a run: if the batch fails, its games are judged one by one, and a
+    game that fails alone is rejected as `internal_error` (with the error; a bug to report, which
+    the fuzz tests look for). If every game fails alone, the fault is not in the data: it is raised."""
     # Nothing here makes reference cycles, so the cycle collector would only rescan the
     # thousands of fresh header dicts over and over (about a tenth of the time): pause it.
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _validate_batch(job)
+        try:
+            return _validate_batch(job)
+        except MemoryError:
+            raise
+        except Exception as error:
+            if len(job.games) == 1:
+                raise
+            return _one_by_one(job, error)
     finally:
         if paused:
             gc.enable()
+
+
+def _one_by_one(job: BatchJob, batch_error: Exception) -> BatchResult:
+    results, failed = [], 0
+    for game in job.games:
+        try:
+            results.append(_validate_batch(job._replace(games=[game])))
+        except MemoryError:
+            raise
+        except Exception as error:  # noqa: BLE001 - recorded as this game's reject, not lost
+            failed += 1
+            detail = f"the reader failed on this game ({type(error).__name__}: {error}); please report it"
+            results.append(rejected(game.index, game.offset, INTERNAL_ERROR, " ".join(detail.split())[:500]))
+    if failed == len(job.games):
+        raise batch_error
+    return BatchResult(
+        pa.concat_batches([r.rows for r in results]),
+        np.concatenate([r.id_keys for r in results]),
+        np.concatenate([r.move_keys for r in results]),
+        [reject for r in results for reject in r.rejects],
+        sum(r.seen for r in results),
+        sum(r.reference_reads for r in results),
+    )
+
+
+def rejected(index: int, offset: int, reason: str, detail: str) -> BatchResult:
+    """The result of one game (or one unreadable stretch of a file) seen and rejected."""
+    empty = pa.RecordBatch.from_pylist([], schema=SCHEMA)
+    none = np.zeros(0, np.uint64)
+    return BatchResult(empty, none, none, [(index, offset, None, reason, detail)], seen=1)
 
 
 def _validate_batch(job: BatchJob) -> BatchResult:
@@ -176,6 +233,10 @@ def _validate_batch(job: BatchJob) -> BatchResult:
     for game in job.games:
         if game.problem:
             rejects.append((game.index, game.offset, None, "unparsable", game.problem))
+            continue
+        nul = game.data.find(b"\x00")
+        if nul >= 0:  # never in a PGN; python-chess would skip it and read "N\0c6" as c6
+            rejects.append((game.index, game.offset, None, "unparsable", f"a NUL byte at byte {game.offset + nul}"))
             continue
         try:
             text = game.data.decode("utf-8")

@@ -18,7 +18,7 @@ byte-identical for any number of workers. Everything is written to a temporary f
 from __future__ import annotations
 
 import itertools
-import shutil
+import os
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -30,10 +30,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from chesscore import failures
+from chesscore.children import die_with_parent
 from chesscore.data.shards import SCHEMA, RowWriter, filter_rows
-from chesscore.fileio import atomic_write_json, replace_dir, sha256_file
+from chesscore.fileio import atomic_write_json, replace_dir, sha256_file, staging_dir
 from chesscore.ingest.dedup import SeenKeys, repeated
-from chesscore.ingest.validate import BatchJob, BatchResult, ValidateConfig, validate_batch
+from chesscore.ingest.validate import BatchJob, BatchResult, ValidateConfig, rejected, validate_batch
 from chesscore.pgn import inputs as pgn_input
 from chesscore.pgn.split import MAX_GAME_BYTES, split_games
 
@@ -51,6 +53,11 @@ REJECT_SCHEMA = pa.schema(
     ]
 )
 _INDEX_BITS = 40  # a dedup tag is (file number << 40) | game index
+# A batch also ends before this much text (4000 Lichess games are about 3 MB; a game alone may
+# reach MAX_GAME_BYTES, the same 8 MiB): the parsers' buffers
+# grow with the moves in a batch (~70 bytes a position), and hostile games can pack a ply into
+# 4 bytes. The output does not depend on where batches end.
+MAX_BATCH_BYTES = 8 << 20
 
 
 class AccountingError(RuntimeError):
@@ -69,43 +76,45 @@ def run_validate(
     """Validate every input; return the report (out/report.json).
     progress(raw_bytes_read, games_seen) is called as the inputs are read."""
     files = pgn_input.find_inputs(raw)
-    inputs = [
-        {
+    inputs = [_describe(path) for path in files]
+    out = Path(out)
+    errors: list[dict[str, Any]] = []
+    with staging_dir(out) as tmp:
+        items = _work(files, inputs, config, batch_games, max_game_bytes, errors, progress)
+        with RowWriter(tmp / GAMES, SCHEMA) as games_out, RowWriter(tmp / REJECTS, REJECT_SCHEMA) as rejects_out:
+            merge = _Merger(inputs, games_out, rejects_out)
+            for number, result in _ordered(items, workers):
+                merge.add(number, result)
+        for entry in inputs:
+            rejected = sum(entry["rejected"].values())
+            if entry["games_seen"] != entry["accepted"] + rejected:
+                raise AccountingError(
+                    f"{entry['path']}: {entry['games_seen']} games seen but {entry['accepted']} "
+                    f"accepted + {rejected} rejected"
+                )
+            entry["rejected"] = dict(sorted(entry["rejected"].items()))
+        atomic_write_json(tmp / INPUTS, {"format": FORMAT, "params": asdict(config), "inputs": inputs})
+        report = _report(inputs, errors)
+        atomic_write_json(tmp / REPORT, report)
+        replace_dir(tmp, out)
+    return report
+
+
+def _describe(path: Path) -> dict[str, Any]:
+    """An input's manifest entry (its counts still zero). An input that cannot be read is
+    refused by name before anything is written: its games would have no true sha256."""
+    try:
+        entry = {
             "path": path.as_posix(),
             "sha256": sha256_file(path),
             "bytes": path.stat().st_size,
             "compression": pgn_input.compression(path),
-            "games_seen": 0,
-            "accepted": 0,
-            "rejected": Counter(),
-            "reference_reads": 0,
         }
-        for path in files
-    ]
-    out = Path(out)
-    tmp = out.with_name(f".{out.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    errors: list[dict[str, Any]] = []
-    items = _work(files, inputs, config, batch_games, max_game_bytes, errors, progress)
-    with RowWriter(tmp / GAMES, SCHEMA) as games_out, RowWriter(tmp / REJECTS, REJECT_SCHEMA) as rejects_out:
-        merge = _Merger(inputs, games_out, rejects_out)
-        for number, result in _ordered(items, workers):
-            merge.add(number, result)
-    for entry in inputs:
-        rejected = sum(entry["rejected"].values())
-        if entry["games_seen"] != entry["accepted"] + rejected:
-            shutil.rmtree(tmp)
-            raise AccountingError(
-                f"{entry['path']}: {entry['games_seen']} games seen but {entry['accepted']} "
-                f"accepted + {rejected} rejected"
-            )
-        entry["rejected"] = dict(sorted(entry["rejected"].items()))
-    atomic_write_json(tmp / INPUTS, {"format": FORMAT, "params": asdict(config), "inputs": inputs})
-    report = _report(inputs, errors)
-    atomic_write_json(tmp / REPORT, report)
-    replace_dir(tmp, out)
-    return report
+    except PermissionError as error:
+        raise failures.Refused(f"{path}: cannot read this input ({error.strerror}); fix its permissions") from None
+    except OSError as error:
+        raise failures.BadInput(f"{path}: cannot read this input ({error.strerror or error})") from None
+    return {**entry, "games_seen": 0, "accepted": 0, "rejected": Counter(), "reference_reads": 0}
 
 
 def _work(files, inputs, config, batch_games, max_game_bytes, errors, progress) -> Iterator[tuple[int, Any]]:
@@ -121,14 +130,20 @@ def _work(files, inputs, config, batch_games, max_game_bytes, errors, progress) 
             why = pgn_input.sniff(first)
             if why is not None:
                 errors.append({"path": entry["path"], "error": why})
-                yield number, _file_reject(0, 0, "not_pgn", why)
+                yield number, rejected(0, 0, "not_pgn", why)
                 continue
+            size = 0
             for game in split_games(itertools.chain([first], blocks), max_game_bytes):
+                if batch and size + len(game.data) > MAX_BATCH_BYTES:
+                    seen += len(batch)
+                    yield number, BatchJob(config, entry["path"], entry["sha256"], batch)
+                    batch, size = [], 0
                 batch.append(game)
+                size += len(game.data)
                 if len(batch) == batch_games:
                     seen += len(batch)
                     yield number, BatchJob(config, entry["path"], entry["sha256"], batch)
-                    batch = []
+                    batch, size = [], 0
                 last_end, next_index = game.offset + len(game.data), game.index + 1
         except pgn_input.InputError as error:
             failure = error
@@ -138,16 +153,9 @@ def _work(files, inputs, config, batch_games, max_game_bytes, errors, progress) 
         if failure is not None:
             errors.append({"path": entry["path"], "error": str(failure)})
             detail = f"{failure.message} at byte {failure.offset} of the file; the rest is unread"
-            yield number, _file_reject(next_index, last_end, "unreadable", detail)
+            yield number, rejected(next_index, last_end, "unreadable", detail)
         elif next_index == 0:
             errors.append({"path": entry["path"], "error": "no games (empty file)"})
-
-
-def _file_reject(index: int, offset: int, reason: str, detail: str) -> BatchResult:
-    empty = pa.RecordBatch.from_pylist([], schema=SCHEMA)
-    return BatchResult(
-        empty, np.zeros(0, np.uint64), np.zeros(0, np.uint64), [(index, offset, None, reason, detail)], seen=1
-    )
 
 
 def _ordered(items: Iterator[tuple[int, Any]], workers: int) -> Iterator[tuple[int, BatchResult]]:
@@ -156,7 +164,9 @@ def _ordered(items: Iterator[tuple[int, Any]], workers: int) -> Iterator[tuple[i
         for number, item in items:
             yield number, validate_batch(item) if isinstance(item, BatchJob) else item
         return
-    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+    with ProcessPoolExecutor(
+        workers, mp_context=get_context("spawn"), initializer=die_with_parent, initargs=(os.getpid(),)
+    ) as pool:
         pending: deque[tuple[int, Future | BatchResult]] = deque()
         for number, item in items:
             pending.append((number, pool.submit(validate_batch, item) if isinstance(item, BatchJob) else item))

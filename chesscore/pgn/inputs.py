@@ -24,6 +24,9 @@ from chesscore.failures import BadInput
 BLOCK = 1 << 20  # bytes of a plain file read at a time
 COMPRESSED_BLOCK = 1 << 17  # of a compressed one: PGN inflates 5-15x, so about a BLOCK comes out
 #                              (64 KiB reads cost a fifth more: the splitter's work per buffer adds up)
+PIECE = 1 << 10  # compressed bytes fed to the decoder at a time (zstd's worst ratio makes that 32 MiB out)
+MAX_RATIO = 1000  # PGN inflates 2-15x; past this x the compressed bytes read (plus RATIO_SLACK) it is a bomb
+RATIO_SLACK = 64 << 20
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 GZIP_MAGIC = b"\x1f\x8b"
 BZIP2_MAGIC = b"BZh"
@@ -44,7 +47,11 @@ def find_inputs(paths: list[str | os.PathLike]) -> list[Path]:
     found: list[Path] = []
     for given in map(Path, paths):
         if given.is_dir():
-            found.extend(sorted(p for p in given.rglob("*") if p.is_file() and p.name.endswith(SUFFIXES)))
+            named = sorted(p for p in given.rglob("*") if p.name.endswith(SUFFIXES) and not p.is_dir())
+            for path in named:
+                if not path.is_file():  # a broken link is an input that went missing, not nothing
+                    raise FileNotFoundError(f"{path}: not a readable file (a broken link?)")
+            found.extend(named)
         elif given.is_file():
             found.append(given)
         else:
@@ -80,34 +87,81 @@ def read_blocks(path: Path, block: int | None = None, on_read: Callable[[int], N
     block = block or (BLOCK if kind == "none" else COMPRESSED_BLOCK)
     with open(path, "rb") as f:
         if kind == "none":
-            while data := f.read(block):
+            while data := _read(path, f, block):
                 if on_read:
                     on_read(len(data))
                 yield data
             return
-        decoder, consumed, in_frame = _decompressor(kind), 0, False
-        while data := f.read(block):
-            if on_read:
-                on_read(len(data))
-            while data:
+        yield from _inflate(path, f, kind, block, on_read)
+
+
+def _read(path: Path, f, size: int) -> bytes:
+    """f.read(size); a read error (a failing disk, a vanished network file) is an InputError
+    naming the file and the offset (OSError's own message names neither)."""
+    try:
+        return f.read(size)
+    except OSError as error:
+        raise InputError(path, f.tell(), f"read error ({error.strerror or error})") from None
+
+
+def _inflate(path: Path, f, kind: str, block: int, on_read: Callable[[int], None] | None) -> Iterator[bytes]:
+    """The decompressed blocks of an open compressed file. The decoder is fed PIECE bytes at a
+    time, so one call never inflates more than PIECE x the format's largest ratio (32 MiB for
+    zstd); what comes out is handed on in blocks of about BLOCK bytes. A stream that inflates
+    more than MAX_RATIO times its compressed size is a decompression bomb, not a PGN dump."""
+    decoder, consumed, in_frame = _decompressor(kind), 0, False
+    pending: list[bytes] = []
+    size = 0  # of pending
+    inflated = 0
+    while data := _read(path, f, block):
+        if on_read:
+            on_read(len(data))
+        view = memoryview(data)
+        for start in range(0, len(view), PIECE):
+            piece = view[start : start + PIECE]
+            while piece:
                 try:
-                    out = decoder.decompress(data)
+                    out = decoder.decompress(piece)
                 except (zstandard.ZstdError, zlib.error, OSError, EOFError) as error:
+                    yield from _flush(pending)
                     raise InputError(path, consumed, f"corrupt {kind} data ({error})") from None
                 if out:
-                    yield out
+                    pending.append(out)
+                    size += len(out)
+                    inflated += len(out)
+                    if inflated > MAX_RATIO * (consumed + len(piece)) + RATIO_SLACK:
+                        yield from _flush(pending)
+                        raise InputError(
+                            path,
+                            consumed,
+                            f"{kind} data inflates over {MAX_RATIO}x ({inflated:,} bytes so far): a "
+                            f"decompression bomb, not a PGN dump",
+                        )
                 if decoder.eof:  # one frame (member, stream) ended; the next may follow
                     rest = decoder.unused_data
-                    consumed += len(data) - len(rest)
-                    data, in_frame = rest, False
+                    consumed += len(piece) - len(rest)
+                    piece, in_frame = rest, False
                     decoder = _decompressor(kind)
-                    if data and not _starts_frame(kind, data):
+                    if piece and not _starts_frame(kind, piece):
+                        yield from _flush(pending)
                         raise InputError(path, consumed, f"data after the last {kind} frame is not {kind}")
                 else:
-                    consumed += len(data)
-                    data, in_frame = b"", True
-        if in_frame:
-            raise InputError(path, consumed, f"truncated {kind} stream: the last frame ends early")
+                    consumed += len(piece)
+                    piece, in_frame = b"", True
+            if size >= BLOCK:
+                yield from _flush(pending)
+                size = 0
+    yield from _flush(pending)
+    if in_frame:
+        raise InputError(path, consumed, f"truncated {kind} stream: the last frame ends early")
+
+
+def _flush(pending: list[bytes]) -> Iterator[bytes]:
+    """pending as one block (emptied)."""
+    if pending:
+        out = pending[0] if len(pending) == 1 else b"".join(pending)
+        pending.clear()
+        yield out
 
 
 def _starts_frame(kind: str, data: bytes) -> bool:
@@ -119,12 +173,16 @@ def _starts_frame(kind: str, data: bytes) -> bool:
 def sniff(first_block: bytes) -> str | None:
     """Why the start of a file cannot be PGN (binary, HTML), or None when it may be."""
     head = first_block[: 1 << 16]
-    nul = head.find(b"\x00")
-    if nul >= 0:
-        return f"binary data (a NUL byte at byte {nul})"
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "UTF-16 text (PGN is read as UTF-8: convert it first, e.g. iconv -f UTF-16 -t UTF-8)"
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
     if text.startswith((b"<!doctype html", b"<html", b"<?xml", b"<head", b"<body")):
         return "an HTML/XML page, not PGN"
-    if head and len(_CONTROL.findall(head)) > len(head) // 100:
-        return "binary data (over 1% control bytes)"
+    # A stray NUL (or a few) is damage inside a game, rejected with that game; a file whose
+    # start is over 1% control bytes (NULs included) is not text at all.
+    control = len(_CONTROL.findall(head))
+    if head and control > len(head) // 100:
+        nul = head.find(b"\x00")
+        where = f"; the first NUL byte at byte {nul}" if nul >= 0 else ""
+        return f"binary data ({control} control bytes in the first {len(head):,} bytes{where})"
     return None

@@ -27,6 +27,8 @@ ALL_CLASSES = tuple(name for name, _ in TIME_CONTROL_CLASSES) + ("correspondence
 STANDARD_VARIANTS = {"standard", "chess", "classical", "normal"}
 _LICHESS_ID = re.compile(r"https?://(?:[a-z]+\.)?lichess\.org/([A-Za-z0-9]{8})(?:[A-Za-z0-9]{4})?/?$")
 _UNKNOWN = {"", "?", "-", "??", "????.??.??"}
+MAX_RATING = (1 << 15) - 1  # ratings are stored as int16: a larger one reads as unknown
+MAX_SECONDS = (1 << 31) - 1  # base and increment are stored as int32
 _UNKNOWN_ARRAY = pa.array(sorted(_UNKNOWN))
 # Tags kept as they are (unknown values as null): column name -> tag.
 TEXT_TAGS = {
@@ -54,10 +56,22 @@ def parse_time_control(value: str | None) -> tuple[int | None, int | None, str]:
     if value == "-":
         return None, None, "correspondence"
     base, plus, increment = value.partition("+")
-    if not (base.isdigit() and (not plus or increment.isdigit())):
+    if not (_seconds(base) and (not plus or _seconds(increment))):
         return None, None, "unknown"
     base_s, increment_s = int(base), int(increment or 0)
+    if base_s > MAX_SECONDS or increment_s > MAX_SECONDS:  # the columns are int32: a value past it is no clock
+        return None, None, "unknown"
     return base_s, increment_s, time_control_class_of(base_s, increment_s)
+
+
+def _seconds(text: str) -> bool:
+    return 0 < len(text) <= 12 and _digits(text)
+
+
+def _digits(text: str) -> bool:
+    """ASCII digits only: str.isdigit() also takes "²" (which int() refuses) and other scripts'
+    digits (which int() reads), and int() itself takes " 1", "+1" and "1_0"."""
+    return text.isascii() and text.isdigit()
 
 
 def time_control_class_of(base: int, increment: int) -> str:
@@ -92,10 +106,10 @@ def _ascii_alnum(text: str) -> bool:
 
 
 def rating(value: str | None) -> int | None:
-    if value is None or not (value.isascii() and value.isdigit()):
+    if value is None or not (_digits(value) and len(value) <= 18):
         return None
     number = int(value)
-    return number if number < 32768 else None
+    return number if number <= MAX_RATING else None
 
 
 def rated(event: str | None) -> bool | None:
@@ -111,7 +125,7 @@ def _day(date: str) -> int | None:
     try:
         return (
             (dt.date(int(date[0:4]), int(date[5:7]), int(date[8:10])) - dt.date(1970, 1, 1)).days
-            if len(date) == 10 and date[4] == date[7] == "."
+            if len(date) == 10 and date[4] == date[7] == "." and _digits(date[:4] + date[5:7] + date[8:])
             else None
         )
     except ValueError:
@@ -120,7 +134,7 @@ def _day(date: str) -> int | None:
 
 @functools.lru_cache(maxsize=1 << 17)
 def _second_of_day(time: str) -> int | None:
-    if len(time) != 8 or time[2] != ":" or time[5] != ":" or not (time[:2] + time[3:5] + time[6:]).isdigit():
+    if len(time) != 8 or time[2] != ":" or time[5] != ":" or not _digits(time[:2] + time[3:5] + time[6:]):
         return None
     hours, minutes, seconds = int(time[:2]), int(time[3:5]), int(time[6:])
     return hours * 3600 + minutes * 60 + seconds if hours < 24 and minutes < 60 and seconds < 60 else None
@@ -215,7 +229,7 @@ def rating_array(values: pa.Array) -> pa.Array:
         pc.and_(pc.string_is_ascii(values), pc.utf8_is_digit(values)), pc.less_equal(pc.utf8_length(values), 18)
     )
     numbers = pc.cast(pc.if_else(digits, values, pa.scalar(None, pa.string())), pa.int64())
-    return pc.if_else(pc.less(numbers, 32768), numbers, pa.scalar(None, pa.int64())).cast(pa.int16())
+    return pc.if_else(pc.less_equal(numbers, MAX_RATING), numbers, pa.scalar(None, pa.int64())).cast(pa.int16())
 
 
 def _per_value(values: pa.Array, function, types: dict[str, pa.DataType]) -> dict[str, pa.Array]:

@@ -22,8 +22,13 @@ import numpy as np
 import pyarrow as pa
 import rust_pgn_reader_python_binding as rust_pgn
 
+from chesscore.pgn.reflow import reflow
 from chesscore.pgn.tags import TAG_LINE, TagTable
 
+# python-chess plays at most this many mainline moves of a game and only tokenizes the rest: a
+# longer game is too long for any context (plies are stored as int16), and each move it plays
+# costs ~6 us and ~250 bytes of board history (a 2 MB game of 4-byte moves took 13 s, 540 MB).
+MAX_READ_PLIES = 1 << 15
 OUTCOME_TOKEN = {"White": "1-0", "Black": "0-1", "Draw": "1/2-1/2", "Unknown": "*", None: None}
 
 
@@ -215,6 +220,9 @@ class _Mainline(chess.pgn.BaseVisitor):
     def begin_variation(self):
         return chess.pgn.SKIP  # mainline only
 
+    def begin_parse_san(self, board: chess.Board, san: str):
+        return chess.pgn.SKIP if len(self.moves) >= MAX_READ_PLIES else None
+
     def visit_move(self, board: chess.Board, move: chess.Move) -> None:
         self.moves.append(move)
         self.clocks.append(float("nan"))
@@ -242,7 +250,7 @@ def reference(text: str) -> ParsedBatch:
     """One game read by python-chess (the reference), as a one-game ParsedBatch."""
     visitor = _Mainline()
     try:
-        game = chess.pgn.read_game(io.StringIO(text), Visitor=lambda: visitor)
+        game = chess.pgn.read_game(io.StringIO(reflow(text)), Visitor=lambda: visitor)  # linear time
     except _FirstError:
         game = visitor
     if game is None:

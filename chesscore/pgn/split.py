@@ -33,6 +33,9 @@ from chesscore.pgn.fastsplit import plain_games, plain_movetext, tag_paragraph, 
 MAX_GAME_BYTES = 8 << 20  # no real game comes near; past this the text is skipped and rejected
 BOM = b"\xef\xbb\xbf"
 _TAG_NAMES = re.compile(rb"\[\s*([A-Za-z0-9][A-Za-z0-9_+#=:-]*)")
+# Where reading resumes after an oversized game: the next line that starts like a tag.
+_RESYNC = re.compile(rb'\n\[[A-Za-z0-9][A-Za-z0-9_+#=:-]{0,200}\s*"')
+_RESYNC_TAIL = 256  # bytes kept between blocks while skipping, so a match may span two blocks
 _TAG_PAIRS = re.compile(rb'(?:\[[^\[\]"\n]*"(?:[^"\\\n]|\\.)*"\s*\]\s*)+')  # tags before moves on a line
 
 
@@ -167,21 +170,32 @@ def split_games(blocks: Iterable[bytes], max_game_bytes: int = MAX_GAME_BYTES, f
             if data.startswith(BOM):
                 data, base = data[len(BOM) :], len(BOM)
         buf += data
-        if skipping is not None:  # inside an oversized game: look for the next tag paragraph
-            found = buf.find(b"\n\n[")
-            if found < 0 and not last:
-                keep = min(len(buf), 2)
+        if skipping is not None:  # inside an oversized game: look for the next tag line
+            found = _RESYNC.search(buf)
+            if found is None and not last:
+                keep = min(len(buf), _RESYNC_TAIL)
                 base, buf = base + len(buf) - keep, buf[len(buf) - keep :]
                 continue
             yield RawGame(index, skipping, b"", f"game text over {max_game_bytes} bytes")
             index, skipping = index + 1, None
-            cut_at = len(buf) if found < 0 else found + 2
+            cut_at = len(buf) if found is None else found.start() + 1
             base, buf = base + cut_at, buf[cut_at:]
         if last:
             end = len(buf)
         else:  # the last blank line; a CRLF one only matters after the last LF one
             blank = buf.rfind(b"\n\n")
             end = max(blank, buf.rfind(b"\n\r\n", max(blank, 0)))
+            if len(buf) - max(end, 0) > max_game_bytes:
+                # No blank line for longer than a game may be (a file that never leaves one, or
+                # one huge game): cut at the last line end instead, so that the games found so
+                # far leave memory and an oversized open game is skipped below.
+                end = buf.rfind(b"\n")
+                if end <= 0:  # not even a line end: the open game (after any blank lines) is over the cap
+                    lead = len(buf) - len(buf.lstrip())
+                    if lead < len(buf):
+                        skipping = base + lead
+                    base, buf = base + len(buf), b""
+                    continue
         if end <= 0:
             continue
         starts, movetext, odd = _find_games(buf, end, fast)
@@ -190,9 +204,12 @@ def split_games(blocks: Iterable[bytes], max_game_bytes: int = MAX_GAME_BYTES, f
             continue
         ends = starts[1:] + ([len(buf)] if last else [])
         for begin, finish in zip(starts, ends):
-            data = buf[begin:finish]
-            at = movetext.get(begin)
-            yield RawGame(index, base + begin, data, None, begin in odd, plain_movetext(data) if at is None else at)
+            if finish - begin > max_game_bytes:  # the last block's final game may pass the cap
+                yield RawGame(index, base + begin, b"", f"game text over {max_game_bytes} bytes")
+            else:
+                data = buf[begin:finish]
+                at = movetext.get(begin)
+                yield RawGame(index, base + begin, data, None, begin in odd, plain_movetext(data) if at is None else at)
             index += 1
         if not last:
             base, buf = base + starts[-1], buf[starts[-1] :]
@@ -234,8 +251,13 @@ def _find_games(buf: bytes, end: int, fast: bool) -> tuple[list[int], dict[int, 
 def _with_last(blocks: Iterable[bytes]) -> Iterator[tuple[bytes, bool]]:
     """Each block with a flag for the last one (an empty last block if the stream is empty)."""
     previous = None
-    for block in blocks:
+    try:
+        for block in blocks:
+            if previous is not None:
+                yield previous, False
+            previous = block
+    except Exception:  # the stream broke (InputError): what was read before the damage still counts
         if previous is not None:
             yield previous, False
-        previous = block
+        raise
     yield (previous if previous is not None else b""), True

@@ -29,6 +29,7 @@ import chess.pgn
 import numpy as np
 import torch
 
+from chesscore import ranges
 from chesscore.fileio import sha256_json
 from chesscore.model import GPT
 from chesscore.play.elo import AnchoredResult, anchored_rating, elo_difference
@@ -81,8 +82,7 @@ class ArenaConfig:
     seed: int = 0  # the order of the openings, the random mover and the sampler derive from it
 
     def __post_init__(self) -> None:
-        if self.games < 1 or self.concurrency < 1 or self.max_plies < 1:
-            raise ValueError(f"games, concurrency and max_plies must be >= 1: {self}")
+        ranges.check(self, counts=("games", "concurrency", "max_plies"), whole=("seed",), non_negative=("temperature",))
 
 
 @dataclass(frozen=True)

@@ -8,14 +8,17 @@ A position is played through the model by replaying its move list from the start
 GUI adds to the previous position are fed incrementally (the key/value cache is kept).
 
 Options: Temperature (0 = the model's most likely move, 1 = sample its distribution), Seed
-(the sampler restarts from it at every `ucinewgame`), Threads (torch CPU threads, default 1).
+(the sampler restarts from it at every `ucinewgame`), Threads (torch CPU threads, 1..512,
+default 1; a value outside is refused with an `info string`).
 
 What the model cannot see is answered with an `info string` and a legal fallback move (a
 mate in one, else the most valuable capture, else a seeded random move): a FEN that is not
 the start position (the model only knows games from the start), a game longer than the
 model's context. A move in `position` that is illegal ends the move list there (as
 Stockfish does); a bad FEN leaves no position, and `go` then answers `bestmove 0000`.
-Unknown or malformed lines are reported with `info string` and otherwise ignored.
+Unknown or malformed lines are reported with `info string` and otherwise ignored; input is read
+as bytes, so a byte that is not UTF-8 is replaced (U+FFFD), never the end of the engine. A
+checkpoint that cannot be used exits 78 with one line saying why.
 """
 
 from __future__ import annotations
@@ -32,11 +35,13 @@ import numpy as np
 import torch
 
 from chesscore.checkpoint import CheckpointError, load_model
+from chesscore.failures import MARKER
 from chesscore.model import GPT
 from chesscore.play.moves import ModelPlayer, Sampler
 from chesscore.tokens import TOKEN_PROMOTION, VOCAB_SIZE, encode_game, encode_move
 
 PIECE_VALUE = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9, chess.KING: 0}
+MAX_THREADS = 512  # advertised in `uci` and enforced by setoption (100000 threads segfaulted)
 GO_INT_ARGS = {"wtime", "btime", "winc", "binc", "movestogo", "depth", "nodes", "mate", "movetime"}
 
 
@@ -136,7 +141,7 @@ class UCIEngine:
         self.send("id author chesscore")
         self.send(f"option name Temperature type string default {self.temperature:g}")
         self.send(f"option name Seed type spin default {self.seed} min 0 max 2147483647")
-        self.send(f"option name Threads type spin default {torch.get_num_threads()} min 1 max 512")
+        self.send(f"option name Threads type spin default {torch.get_num_threads()} min 1 max {MAX_THREADS}")
         self.send("uciok")
 
     def cmd_isready(self, args: list[str]) -> None:
@@ -163,7 +168,10 @@ class UCIEngine:
         elif name == "seed":
             self.seed = int(value)
         elif name == "threads":
-            torch.set_num_threads(max(1, int(value)))
+            threads = int(value)
+            if not 1 <= threads <= MAX_THREADS:  # past the advertised range OpenMP can crash the process
+                raise ValueError(f"Threads {value} is outside 1..{MAX_THREADS}")
+            torch.set_num_threads(threads)
         else:
             raise ValueError(f"no option named {name!r}")
         self.new_game()
@@ -313,19 +321,23 @@ def main(argv: list[str] | None = None) -> int:
         "threads than free cores slow them down badly)",
     )
     args = parser.parse_args(argv)
-    torch.set_num_threads(max(1, args.threads))
+    if not 1 <= args.threads <= MAX_THREADS:
+        parser.error(f"--threads must be within 1..{MAX_THREADS}")
+    torch.set_num_threads(args.threads)
     try:
         model, payload = load_model(args.checkpoint, args.device)
-    except CheckpointError as error:
+    except CheckpointError as error:  # refused, as for the stages: one line, no traceback
         print(f"chesscore.play.uci: {error}", file=sys.stderr)
-        return 2
+        print(f"{MARKER} {error.kind}: {error}", file=sys.stderr)
+        return error.exit_code
     config = payload["config"]
     name = (
         f"chesscore {args.checkpoint.name} ({config['n_layer']}x{config['n_embd']}, {model.num_parameters():,} params)"
     )
+    sys.stdout.reconfigure(errors="backslashreplace")  # echoing such a line back must not fail either
     engine = UCIEngine(model, name, sys.stdout, args.temperature, args.seed)
-    for line in sys.stdin:
-        if not engine.handle(line):
+    for raw in sys.stdin.buffer:  # bytes: an invalid UTF-8 byte from a GUI must not end the engine
+        if not engine.handle(raw.decode("utf-8", errors="replace")):
             break
     return 0
 

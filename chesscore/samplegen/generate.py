@@ -5,6 +5,7 @@ game count, Stockfish's version and the zstd level, never on the worker count.""
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import sys
 import time
@@ -18,6 +19,7 @@ from pathlib import Path
 import chess.engine
 import zstandard
 
+from chesscore.children import die_with_parent
 from chesscore.fileio import atomic_write_bytes
 from chesscore.progress import progress_bar
 
@@ -92,8 +94,8 @@ def _play_all(config: SampleConfig, specs: list[GameSpec]) -> list[GameRecord]:
         with ProcessPoolExecutor(
             config.workers,
             mp_context=get_context("spawn"),
-            initializer=_worker_init,
-            initargs=(config.stockfish, config.hash_mb),
+            initializer=die_with_parent,
+            initargs=(os.getpid(), _worker_init, config.stockfish, config.hash_mb),
         ) as pool:
             for record in pool.map(_worker_game, specs, chunksize=4):
                 out.append(record)

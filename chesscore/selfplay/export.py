@@ -16,7 +16,6 @@ games give byte-identical files.
 from __future__ import annotations
 
 import hashlib
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
@@ -29,7 +28,7 @@ import pyarrow as pa
 
 from chesscore.data.shards import MANIFEST, SCHEMA, SPLITS, build_manifest, write_shard
 from chesscore.data.splits import SplitRule, assign_splits
-from chesscore.fileio import atomic_write_bytes, atomic_write_json, replace_dir, sha256_bytes
+from chesscore.fileio import atomic_write_bytes, atomic_write_json, replace_dir, sha256_bytes, staging_dir
 from chesscore.selfplay.games import MODEL, GameRecord
 from chesscore.tokens import encode_game
 
@@ -121,15 +120,6 @@ def write_games(
     rows = [_row(game, run_id, pgn_sha, i, offset) for i, (game, offset) in enumerate(zip(games, offsets))]
     move_ids = ["moves:" + hashlib.sha256(" ".join(g.record.moves).encode()).hexdigest()[:16] for g in games]
     split_of = assign_splits(move_ids, splits) if games else []
-    tmp = out / f".{DATASET}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)  # a killed earlier run's leftovers
-    tmp.mkdir(parents=True)
-    entries = []
-    for number, split in enumerate(SPLITS):
-        mine = [row for row, s in zip(rows, split_of) if s == number]
-        for start in range(0, len(mine), shard_rows):
-            table = pa.Table.from_pylist(mine[start : start + shard_rows], schema=SCHEMA)
-            entries.append(write_shard(table, tmp, split))
     inputs = [
         {
             "path": PGN,
@@ -140,21 +130,24 @@ def write_games(
             "rejected": {},
         }
     ]
-    manifest = build_manifest(
-        {
-            "selfplay": params,
-            "splits": {
-                "train": splits.train,
-                "validation": splits.validation,
-                "test": splits.test,
-                "split_key": splits.split_key,
-                "split_by": "moves",
-            },
+    recorded = {
+        "selfplay": params,
+        "splits": {
+            "train": splits.train,
+            "validation": splits.validation,
+            "test": splits.test,
+            "split_key": splits.split_key,
+            "split_by": "moves",
         },
-        inputs,
-        entries,
-        leakage={"cross_split_identical_moves": 0},
-    )
-    atomic_write_json(tmp / MANIFEST, manifest)
-    replace_dir(tmp, out / DATASET)
+    }
+    with staging_dir(out / DATASET) as tmp:
+        entries = []
+        for number, split in enumerate(SPLITS):
+            mine = [row for row, s in zip(rows, split_of) if s == number]
+            for start in range(0, len(mine), shard_rows):
+                table = pa.Table.from_pylist(mine[start : start + shard_rows], schema=SCHEMA)
+                entries.append(write_shard(table, tmp, split))
+        manifest = build_manifest(recorded, inputs, entries, leakage={"cross_split_identical_moves": 0})
+        atomic_write_json(tmp / MANIFEST, manifest)
+        replace_dir(tmp, out / DATASET)
     return manifest

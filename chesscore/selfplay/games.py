@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import chess
 
+from chesscore import ranges
 from chesscore.model import GPT
 from chesscore.play.endings import TERMINATIONS, termination
 from chesscore.play.moves import ModelPlayer, Sampler, choose_moves, drop_finished
@@ -36,10 +37,7 @@ class SelfPlayConfig:
     seed: int = 0  # seeds the sampler; the same seed gives the same games
 
     def __post_init__(self) -> None:
-        if self.games < 1:
-            raise ValueError(f"games must be >= 1, got {self.games}")
-        if self.max_plies < 1:
-            raise ValueError(f"max_plies must be >= 1, got {self.max_plies}")
+        ranges.check(self, counts=("games", "max_plies"), whole=("seed",), non_negative=("temperature",))
 
 
 @dataclass(frozen=True)

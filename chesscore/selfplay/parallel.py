@@ -15,8 +15,9 @@ Workers are started with spawn, not fork: the parent has already started torch's
 thread pool, which is not fork-safe (forked children can deadlock in it). Each worker is a
 one-process ProcessPoolExecutor, so the pool knows which shard a dead worker was playing:
 that call fails with WorkerDied naming the shard (never a hang), and the worker is replaced
-so the next call works. The weights go to workers as checkpoint files in a temporary folder,
-loaded with weights_only=True, written afresh by every call (never through pickled init
+so the next call works. The weights go to workers as checkpoint files in a temporary folder
+(chesscore.locks.scratch_dir: a killed run's folder is swept by the next pool), loaded with
+weights_only=True, written afresh by every call (never through pickled init
 arguments, which pass down a pipe and broke with large state dicts).
 """
 
@@ -24,17 +25,18 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import tempfile
 import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from pathlib import Path
+from contextlib import ExitStack
 
 import torch
 from tqdm import tqdm
 
 from chesscore.checkpoint import load_model, model_payload, save
+from chesscore.children import die_with_parent
+from chesscore.locks import scratch_dir
 from chesscore.model import GPT
 from chesscore.selfplay.games import GameRecord, SelfPlayConfig, play_games, summarise
 from chesscore.selfplay.plan import Shard, WorkerDied, plan_shards
@@ -87,7 +89,10 @@ class SelfPlayPool:
         if workers < 0 or threads_per_worker < 1:
             raise ValueError(f"need workers >= 0 and threads_per_worker >= 1, got {workers}, {threads_per_worker}")
         self.workers, self.threads, self.backend, self.progress = workers, threads_per_worker, backend, progress
-        self._folder = tempfile.TemporaryDirectory(prefix="chesscore-selfplay-")
+        # The weights' folder is owned through a lock: a killed run's folder (3.7 MB for the demo
+        # model) is removed by the next pool, not left in the temp folder for good.
+        self._scratch = ExitStack()
+        self._folder = self._scratch.enter_context(scratch_dir("chesscore-selfplay-"))
         self._calls = 0
         self._executors = [self._new_executor() for _ in range(workers)] if backend == "process" else []
         for worker in range(len(self._executors)):
@@ -100,7 +105,10 @@ class SelfPlayPool:
 
     def _new_executor(self) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(
-            1, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker, initargs=(self.threads,)
+            1,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=die_with_parent,  # a killed run must not leave its workers waiting forever
+            initargs=(os.getpid(), _init_worker, self.threads),
         )
 
     def pids(self) -> list[int]:
@@ -146,7 +154,7 @@ class SelfPlayPool:
     def _write_weights(self, model: GPT, opponent: GPT | None) -> tuple[str, str | None]:
         """This call's weights as checkpoint files (new names: a worker reloads on a new name)."""
         self._calls += 1
-        folder = Path(self._folder.name)
+        folder = self._folder
         for old in folder.glob("*.pt"):  # the previous call's weights
             old.unlink()
         paths = []
@@ -197,7 +205,7 @@ class SelfPlayPool:
         for executor in self._executors:
             executor.shutdown(wait=True, cancel_futures=True)
         self._executors = []
-        self._folder.cleanup()
+        self._scratch.close()
 
     def __enter__(self) -> SelfPlayPool:
         return self

@@ -14,7 +14,6 @@ the same games); if it still fails, the error names the shard.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import ray
 import torch
 
 from chesscore.checkpoint import load_model
+from chesscore.locks import scratch_dir
 from chesscore.model import GPT
 from chesscore.selfplay.games import GameRecord, play_games
 from chesscore.selfplay.plan import Shard, WorkerDied
@@ -33,8 +33,8 @@ def _models(key: tuple[str, str | None], blobs: list) -> tuple[GPT, GPT | None]:
     if _LOADED.get("key") != key:
         models = []
         for blob in ray.get(blobs):
-            with tempfile.TemporaryDirectory() as folder:
-                path = Path(folder) / "weights.pt"
+            with scratch_dir("chesscore-ray-") as folder:
+                path = folder / "weights.pt"
                 path.write_bytes(blob)
                 models.append(load_model(path)[0])
         _LOADED.update(key=key, model=models[0], opponent=models[1] if len(models) > 1 else None)

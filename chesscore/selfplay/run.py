@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from chesscore import checkpoint, tokens
+from chesscore import checkpoint, ranges, tokens
 from chesscore.fileio import atomic_write_json, atomic_write_text, canonical_json, code_sha256, sha256_file, sha256_json
 from chesscore.model import GPT
 from chesscore.play.arena import derive_seed
@@ -65,10 +65,15 @@ class RunConfig:
     seed: int = 0  # shard s of iteration i plays with a seed derived from it: the same seed, the same games
 
     def __post_init__(self) -> None:
-        if self.iterations < 0 or self.games < 1 or self.shard_games < 1 or self.eval_games < 0:
-            raise ValueError(f"need iterations >= 0, games >= 1, shard_games >= 1, eval_games >= 0: {self}")
-        if self.temperature <= 0 or (self.eval_games and self.eval_temperature <= 0):
-            raise ValueError("the policy gradient and the evaluation need temperatures > 0")
+        ranges.check(
+            self,
+            counts=("games", "shard_games", "max_plies", "batch_games"),
+            whole=("iterations", "eval_games", "seed"),
+            positive=("lr", "grad_clip", "temperature"),  # the policy gradient needs a temperature > 0
+            non_negative=("kl_coef",),
+        )
+        if self.eval_games:  # else every evaluation game with one colour is the same game
+            ranges.above("eval_temperature", self.eval_temperature, 0)
 
     def identity_part(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if k != "iterations"}
@@ -167,9 +172,14 @@ def run_selfplay(
     games: list[list[dict]] = []
     saved = _load_state(out / CHECKPOINT, identity, resume, cfg.iterations, log)
     if saved is not None:
-        model.load_state_dict(saved["model"])
-        optimizer.load_state_dict(saved["optimizer"])
-        history, games = json.loads(saved["history_json"]), json.loads(saved["games_json"])
+        source = out / CHECKPOINT if resume == "auto" else Path(resume)
+        checkpoint.check_weights(source, model.config, saved.get("model"))
+        try:
+            model.load_state_dict(saved["model"])
+            optimizer.load_state_dict(saved["optimizer"])
+            history, games = json.loads(saved["history_json"]), json.loads(saved["games_json"])
+        except (KeyError, TypeError, ValueError, RuntimeError) as error:
+            raise checkpoint.CheckpointError(f"{source}: cannot resume from it ({error})") from None
         log(f"resuming after iteration {len(history)} of {cfg.iterations}")
     timings: dict[int, dict] = {}
     if len(history) < cfg.iterations:

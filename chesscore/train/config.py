@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import torch
 
-from chesscore import tokens
+from chesscore import ranges, tokens
 from chesscore.config import flat
 from chesscore.fileio import code_sha256
 from chesscore.model import GPTConfig
@@ -30,6 +30,7 @@ LIBRARY = Path(__file__).resolve().parents[1]  # chesscore/
 # The code a training trajectory depends on: this package and the model it trains (folders are
 # hashed file by file); the stage adds its own file.
 TRAINING_CODE = (LIBRARY / "train", LIBRARY / "model.py", LIBRARY / "checkpoint.py")
+DEVICES = ("auto", "cpu", "cuda")  # chesscore.train.distributed picks the CUDA device of each rank
 
 
 @dataclass(frozen=True)
@@ -58,32 +59,28 @@ class TrainConfig:
     telemetry_seconds: float = 5.0  # nvidia-smi sampling period, where nvidia-smi exists
 
     def __post_init__(self) -> None:
-        positive = {
-            "micro": self.micro,
-            "accum": self.accum,
-            "epochs": self.epochs,
-            "patience": self.patience,
-            "log_every_steps": self.log_every_steps,
-            "bucket_pool_batches": self.bucket_pool_batches,
-        }
-        for name in (
-            "schedule_steps",
-            "max_updates",
-            "validation_every_steps",
-            "legality_eval_games",
-            "validation_micro",
-        ):
-            if getattr(self, name) is not None:
-                positive[name] = getattr(self, name)
-        bad = [f"{name}={value}" for name, value in positive.items() if value < 1]
-        if bad:
-            raise ValueError(f"must be positive: {', '.join(bad)}")
-        if self.warmup_steps is not None and self.warmup_steps < 0:
-            raise ValueError(f"warmup_steps must be >= 0, got {self.warmup_steps}")
+        ranges.check(
+            self,
+            counts=(
+                "micro",
+                "accum",
+                "epochs",
+                "patience",
+                "log_every_steps",
+                "bucket_pool_batches",
+                "schedule_steps",
+                "max_updates",
+                "validation_every_steps",
+                "legality_eval_games",
+                "validation_micro",
+            ),
+            whole=("seed", "warmup_steps"),
+            positive=("max_seconds", "telemetry_seconds"),
+            non_negative=("deadline_margin_seconds", "min_delta"),
+        )
+        ranges.one_of("device", self.device, DEVICES)
         if self.deadline is not None:
             parse_time(self.deadline)  # a deadline that names no time is refused now, not at the end
-        if self.max_seconds is not None and self.max_seconds <= 0:
-            raise ValueError(f"max_seconds must be positive, got {self.max_seconds}")
 
     def schedule(self, n_train_games: int, world_size: int) -> tuple[int, int]:
         """(schedule_steps, warmup_steps) as resolved for this data and world size."""

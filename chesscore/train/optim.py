@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass
 import torch
 import torch.nn as nn
 
+from chesscore import ranges
+
 
 @dataclass(frozen=True)
 class OptimConfig:
@@ -29,6 +31,15 @@ class OptimConfig:
     beta1: float = 0.9  # AdamW's first-moment decay
     beta2: float = 0.95  # AdamW's second-moment decay
     grad_clip: float = 1.0  # max global L2 norm of the gradients
+
+    def __post_init__(self) -> None:
+        # A negative lr or clip norm trains backwards (the clip scales the gradient by a
+        # negative factor) and nothing downstream notices: refuse them here.
+        ranges.check(self, positive=("lr", "grad_clip"), non_negative=("weight_decay",), fraction=("min_lr_ratio",))
+        for name in ("beta1", "beta2"):
+            ranges.at_least(name, getattr(self, name), 0)
+            if getattr(self, name) >= 1:
+                raise ranges.InvalidSetting(f"{name} must be < 1, got {getattr(self, name)!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)

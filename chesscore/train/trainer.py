@@ -122,10 +122,14 @@ class Trainer:
             self.state = TrainState()
             torch.manual_seed(derived_seed(config.seed, "rank", env.rank))
         else:
-            self.model.load_state_dict(payload["model"])
-            self.optimizer.load_state_dict(payload["optimizer"])
-            self.scheduler.load_state_dict(payload["scheduler"])
-            self.state = TrainState.from_dict(payload["train_state"])
+            checkpoint.check_weights(self.resume_path, self.model.config, payload.get("model"))
+            try:
+                self.model.load_state_dict(payload["model"])
+                self.optimizer.load_state_dict(payload["optimizer"])
+                self.scheduler.load_state_dict(payload["scheduler"])
+                self.state = TrainState.from_dict(payload["train_state"])
+            except (KeyError, TypeError, ValueError, RuntimeError) as error:
+                raise checkpoint.CheckpointError(f"{self.resume_path}: cannot resume from it ({error})") from None
         self.ddp = (
             DistributedDataParallel(
                 self.model,

@@ -124,7 +124,7 @@ def test_raw_protocol_survives_garbage_and_answers_every_case(tiny_checkpoint):
         timeout=120,
         cwd=ROOT,
     )
-    assert missing.returncode == 2 and "missing.pt: no such checkpoint" in missing.stderr
+    assert missing.returncode == 78 and "missing.pt: no such checkpoint" in missing.stderr
 
 
 @torch.no_grad()

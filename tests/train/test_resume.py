@@ -116,8 +116,9 @@ def test_auto_resume_starts_afresh_when_the_experiment_changed(data, tmp_path):
 
 @pytest.mark.slow
 def test_finished_run_resumes_as_a_no_op_with_a_receipt(data, tmp_path, capsys):
-    # lr 0: validation never improves, so patience 2 ends the run at the second check after step 0.
-    config = replace(CONFIG, optim=replace(CONFIG.optim, lr=0.0), patience=2, max_updates=None)
+    # lr 1e-12 (0 is refused): validation never improves by min_delta, so patience 2 ends the run
+    # at the second check after step 0.
+    config = replace(CONFIG, optim=replace(CONFIG.optim, lr=1e-12), patience=2, max_updates=None)
     results = run(data, tmp_path, config)
     assert results["status"] == "early_stop" and results["step"] == 6 and results["best_step"] == 0
     assert [h["bad_checks"] for h in results["history"]] == [0, 1, 2]

@@ -1,0 +1,176 @@
+"""One writer per output folder (chesscore.cli.outlock) and no leaked temporary folders
+(chesscore.locks.scratch_dir). The reproductions: two `stages.train --output X` at once both
+exited 0, mixing their files; each killed self-play left a 3.7 MB folder of weights in /tmp."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from chesscore.cli import outlock
+from chesscore.failures import MARKER
+from chesscore.locks import FileLock, is_locked, scratch_dir, sweep_scratch
+from tests.hardening.pgnfiles import SAMPLE, process_tree, run_stage
+from tests.imports import PROJECT
+
+
+@pytest.fixture
+def held(tmp_path):
+    """The output folder `out`, locked by this (test) process as a running stage would."""
+    out = tmp_path / "out"
+    outlock.hold_output(out, "test")
+    yield out
+    outlock.release_output(out)
+
+
+@pytest.fixture(scope="module")
+def validated(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("v") / "validated"
+    assert run_stage("stages.validate", "--raw", SAMPLE, "--out", folder, "--no-progress").code == 0
+    return folder
+
+
+STAGES = {
+    "validate": lambda out, tmp, v: ["--raw", SAMPLE, "--out", out, "--no-progress"],
+    "convert": lambda out, tmp, v: ["--validated", v, "--out", out, "--no-progress"],
+    "train": lambda out, tmp, v: ["--output", out, "--dataset", tmp / "nowhere", "--model", "tiny"],
+    "evaluate": lambda out, tmp, v: ["--out", out, "--dataset", tmp / "nowhere", "--checkpoint", tmp / "x.pt"],
+    "arena": lambda out, tmp, v: ["--out", out, "--checkpoint", tmp / "x.pt", "--params", tmp / "p.yaml"],
+    "selfplay": lambda out, tmp, v: ["--out", out, "--checkpoint", tmp / "x.pt", "--no-progress"],
+}
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_a_second_writer_of_an_output_folder_fails_at_once_naming_the_holder(held, tmp_path, validated, stage):
+    (tmp_path / "x.pt").write_bytes(b"not read: the lock comes first")
+    (tmp_path / "p.yaml").write_text("arena:\n  opponents:\n    - {name: random, kind: random}\n")
+    started = time.monotonic()
+    run = run_stage(f"stages.{stage}", *STAGES[stage](held, tmp_path, validated), cwd=tmp_path)
+    assert run.code == 75, run.stderr[-1500:]
+    assert f"{MARKER} temporary: {held}: another run is writing this folder (PID {os.getpid()}" in run.stderr
+    assert "(test) since" in run.stderr and "Traceback" not in run.stderr
+    assert time.monotonic() - started < 60
+    assert not held.exists()  # nothing written by the refused run
+
+
+def _hold_in_child(out, seconds: float) -> subprocess.Popen:
+    code = (
+        "import sys, time; from chesscore.cli.outlock import hold_output; "
+        f"hold_output({str(out)!r}, 'child'); print('held', flush=True); time.sleep({seconds})"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], cwd=PROJECT, stdout=subprocess.PIPE, text=True, env={**os.environ}
+    )
+    assert child.stdout.readline().strip() == "held"
+    return child
+
+
+def test_a_killed_holder_releases_the_lock(tmp_path):
+    out = tmp_path / "out"
+    child = _hold_in_child(out, 600)
+    assert is_locked(outlock.lock_path(out)) and f"PID {child.pid}" in FileLock.holder(outlock.lock_path(out))
+    with pytest.raises(outlock.OutputLocked, match=f"PID {child.pid} on .* \\(child\\)"):
+        outlock.hold_output(out, "test")
+    child.send_signal(signal.SIGKILL)  # as the OOM killer would: no cleanup runs
+    child.wait()
+    outlock.hold_output(out, "test")  # the kernel released it
+    outlock.release_output(out)
+
+
+def test_a_second_run_waits_for_the_first_when_asked(tmp_path):
+    out = tmp_path / "out"
+    child = _hold_in_child(out, 2)
+    run = run_stage("stages.validate", "--raw", SAMPLE, "--out", out, "--no-progress", env={outlock.WAIT_ENV: "120"})
+    child.wait()
+    assert run.code == 0, run.stderr[-1500:]
+    assert (out / "games.arrow").is_file()
+
+
+def test_the_next_run_removes_what_a_killed_run_left(tmp_path):
+    out = tmp_path / "out"
+    (out / "plots").mkdir(parents=True)
+    left = [
+        out / ".metrics.json.k3j2h1.tmp",  # atomic_write's temporary file
+        out / "plots" / ".train_loss.csv.a1b2.tmp",
+        out / ".dataset.tmp" / "shards" / "x.arrow",  # a staged sub-folder (self-play's dataset)
+        tmp_path / ".out.tmp" / "games.arrow",  # staging_dir beside the folder
+        tmp_path / ".out.old" / "games.arrow",  # replace_dir's previous folder
+    ]
+    for path in left:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"half")
+    (out / "keep.json").write_text("{}")
+    removed = outlock.hold_output(out, "test")
+    outlock.release_output(out)
+    assert {p.name for p in removed} == {
+        ".metrics.json.k3j2h1.tmp",
+        ".train_loss.csv.a1b2.tmp",
+        ".dataset.tmp",
+        ".out.tmp",
+        ".out.old",
+    }
+    assert not any(path.exists() for path in left) and (out / "keep.json").is_file()
+
+
+def test_a_killed_self_play_leaves_no_weights_behind(tmp_path):
+    """A real SelfPlayPool in a child process, killed while it holds its weights' folder: its
+    worker dies with it (it used to wait on its own pipe forever, 360 MB of torch), and the next
+    pool (the lock file made to look old, as after a real crash) sweeps the folder."""
+    code = (
+        "import sys, time, torch; from chesscore.selfplay.parallel import SelfPlayPool; "
+        "from chesscore.selfplay.games import SelfPlayConfig; from chesscore.model import GPT, CONFIGS; "
+        f"import tempfile; tempfile.tempdir = {str(tmp_path)!r}; "
+        "pool = SelfPlayPool(workers=1); pool.play(GPT(CONFIGS['tiny']).eval(), None, SelfPlayConfig(games=2, "
+        "max_plies=4)); print('played', flush=True); time.sleep(600)"
+    )
+    child = subprocess.Popen([sys.executable, "-c", code], cwd=PROJECT, stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline().strip() == "played"
+    [folder] = [p for p in tmp_path.glob("chesscore-selfplay-*") if p.is_dir()]
+    assert any(folder.glob("model-*.pt"))
+    workers = process_tree(child.pid)[1:]
+    assert workers  # the pool's worker process
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    deadline = time.monotonic() + 20
+    while any(Path(f"/proc/{pid}").exists() for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(Path(f"/proc/{pid}").exists() for pid in workers), "an orphan worker waits forever"
+    assert folder.is_dir()  # the leak the issue found
+    lock = folder.with_name(folder.name + ".lock")
+    os.utime(lock, (time.time() - 60, time.time() - 60))
+    with scratch_dir("chesscore-selfplay-", tmp_path) as fresh:
+        assert not folder.exists() and not lock.exists() and fresh.is_dir()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_live_owners_scratch_folder_is_never_swept(tmp_path):
+    with scratch_dir("chesscore-x-", tmp_path) as folder:
+        lock = folder.with_name(folder.name + ".lock")
+        os.utime(lock, (time.time() - 3600, time.time() - 3600))
+        assert sweep_scratch("chesscore-x-", tmp_path) == [] and folder.is_dir()
+
+
+def test_a_killed_validate_takes_its_worker_processes_with_it(tmp_path):
+    big = tmp_path / "big.pgn.zst"
+    big.write_bytes(SAMPLE.read_bytes() * 4)  # four frames: four times the work
+    command = [sys.executable, "-m", "stages.validate", "--raw", big, "--out", tmp_path / "out", "--workers", "2"]
+    child = subprocess.Popen([*map(str, command), "--no-progress"], cwd=PROJECT, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while len(workers := process_tree(child.pid)[1:]) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(workers) >= 2 and child.poll() is None
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    deadline = time.monotonic() + 20
+    while any(Path(f"/proc/{pid}").exists() for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(Path(f"/proc/{pid}").exists() for pid in workers)
+    outlock.hold_output(tmp_path / "out", "test")  # free, and the next run sweeps the rest
+    outlock.release_output(tmp_path / "out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".out.lock", "big.pgn.zst"]
