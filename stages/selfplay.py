@@ -6,7 +6,8 @@ checkpoint and stats.json.
     RAY_ADDRESS=auto python -m stages.selfplay --backend ray    # the shards on a Ray cluster
 
 Defaults come from params.yaml's `selfplay:` section; flags override them. Each iteration
-plays `games` games against the opponent in worker processes, updates the model by policy
+plays `games` games against the opponent in worker processes, a Stockfish judge adjudicating
+them (`selfplay.adjudication`: resign and draw rules, the ply cap), updates the model by policy
 gradient (REINFORCE with a baseline, KL penalty to the checkpoint played from), and plays
 `eval_games` against that frozen checkpoint for a win rate. OUT/rl.pt is written after every
 iteration; a rerun resumes from it when its identity matches (`--resume none` starts afresh,
@@ -23,6 +24,8 @@ from typing import Any
 from chesscore import failures
 from chesscore.cli.params import PARAMS, config_from, params_section
 from chesscore.cli.runner import run_stage
+from chesscore.play.adjudication import Adjudication
+from chesscore.play.engine import find_stockfish
 from chesscore.selfplay.parallel import WorkerDied
 from chesscore.selfplay.run import CHECKPOINT, STATS, Execution, RunConfig, run_selfplay
 from chesscore.train.state import ResumeRefused
@@ -50,6 +53,11 @@ def parser(defaults: dict[str, Any]) -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=("process", "ray"), default=d("backend", "process"))
     p.add_argument("--device", default=d("device", "cpu"), help="of the update (and of the games with --workers 0)")
     p.add_argument("--resume", default=d("resume", "auto"), help="auto | none | PATH of an rl.pt to continue")
+    p.add_argument(
+        "--stockfish",
+        default=None,
+        help="the judge's Stockfish executable (default: PATH, then /usr/games/stockfish)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
@@ -75,6 +83,19 @@ def summary(stats: dict[str, Any], args: argparse.Namespace) -> str:
         )
     ends = ", ".join(f"{name} {count}" for name, count in stats["terminations"].items() if count)
     lines.append(f"  results: white {stats['white_wins']}, draws {stats['draws']}, black {stats['black_wins']}; {ends}")
+    games, decided = max(1, stats["games"]), stats["decided_by"]
+    share = stats["nonzero_reward_share"]
+    lines.append(
+        f"  decided by the rules {decided['rules'] / games:.0%}, by adjudication {decided['adjudication'] / games:.0%},"
+        f" drawn {decided['draw'] / games:.0%}; non-zero reward for {'-' if share is None else f'{share:.0%}'}"
+        f" of the model's sides ({stats['reward']} reward)"
+    )
+    judge = stats["judge"]
+    judge_share = "-" if judge["share_of_play"] is None else f"{judge['share_of_play']:.0%}"
+    lines.append(
+        f"  judge: {judge['rules']}; {judge['positions']:,} positions, {judge['seconds']:.1f} s"
+        f" ({judge_share} of the workers' playing time)"
+    )
     plies = stats["plies"]
     lines.append(
         f"  plies: mean {plies['mean']:.1f} (min {plies['min']}, max {plies['max']});"
@@ -96,10 +117,17 @@ def summary(stats: dict[str, Any], args: argparse.Namespace) -> str:
 def main(argv: list[str] | None = None) -> int:
     params_path, values = params_section(argv, "selfplay")
     args = parser(values).parse_args(argv)
+    rules = config_from(values.get("adjudication") or {}, Adjudication, params_path, "selfplay.adjudication")
     cfg = config_from(
-        {**values, "games": args.games, "iterations": args.iterations}, RunConfig, params_path, "selfplay"
+        {**values, "games": args.games, "iterations": args.iterations, "adjudication": rules},
+        RunConfig,
+        params_path,
+        "selfplay",
     )
+    # No Stockfish for the judge: exit 78 with the command that installs it (run_stage).
+    stockfish = find_stockfish(args.stockfish) if rules.enabled else None
     execution = Execution(
+        stockfish=stockfish,
         workers=args.workers,
         threads_per_worker=args.threads_per_worker,
         backend=args.backend,

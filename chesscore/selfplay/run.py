@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +28,13 @@ import torch
 from chesscore import checkpoint, tokens
 from chesscore.fileio import atomic_write_json, atomic_write_text, canonical_json, code_sha256, sha256_file, sha256_json
 from chesscore.model import GPT
+from chesscore.play.adjudication import Adjudication
 from chesscore.play.arena import derive_seed
 from chesscore.play.elo import elo_difference
 from chesscore.selfplay.export import PlayedGame, write_games
 from chesscore.selfplay.games import GameRecord, SelfPlayConfig, summarise
 from chesscore.selfplay.parallel import SelfPlayPool
-from chesscore.selfplay.rl import PGConfig, policy_gradient_step
+from chesscore.selfplay.rl import REWARDS, PGConfig, make_reward, policy_gradient_step
 from chesscore.train.config import identity_diff
 from chesscore.train.state import ResumeRefused, check_identity
 
@@ -45,7 +46,15 @@ LIBRARY = Path(__file__).resolve().parents[1]  # chesscore/
 CODE = (LIBRARY / "tokens.py", LIBRARY / "model.py", LIBRARY / "play", LIBRARY / "selfplay")
 # How fast and where the games were played: kept out of the checkpoint, whose bytes must not
 # depend on the machine or the worker count.
-MACHINE_KEYS = ("seconds", "moves_per_second", "workers", "threads_per_worker", "backend")
+MACHINE_KEYS = (
+    "seconds",
+    "moves_per_second",
+    "workers",
+    "threads_per_worker",
+    "backend",
+    "shard_seconds",
+    "judge_seconds",
+)
 
 
 @dataclass(frozen=True)
@@ -54,7 +63,7 @@ class RunConfig:
     games: int = 64  # self-play games per iteration
     opponent: str = "self"  # "self", or the path of a checkpoint the model plays against
     temperature: float = 1.0  # sampling temperature of the self-play games (and of the policy)
-    max_plies: int = 150  # ply cap: an adjudicated draw
+    max_plies: int = 150  # ply cap: the judge's score of the final position decides (a draw without one)
     shard_games: int = 32  # games per shard (one seed each); the output depends on it
     lr: float = 1e-5  # AdamW, no weight decay: the KL term keeps the weights near the reference
     kl_coef: float = 0.1
@@ -63,8 +72,15 @@ class RunConfig:
     eval_games: int = 32  # games against the frozen supervised model after each update (0: none)
     eval_temperature: float = 1.0  # > 0, or every evaluation game with one colour is the same
     seed: int = 0
+    adjudication: Adjudication = field(default_factory=Adjudication)  # the judge and its rules (games and eval)
+    reward: str = "outcome"  # "outcome": win 1, draw 0, loss -1; "shaped": a judged draw earns its score
+    reward_scale_cp: float = 400.0  # shaped: centipawns at which a draw earns 2/(1+10^-1) - 1 = 0.82
 
     def __post_init__(self) -> None:
+        if self.reward not in REWARDS:
+            raise ValueError(f"reward {self.reward!r} is not one of {REWARDS}")
+        if self.reward_scale_cp <= 0:
+            raise ValueError(f"reward_scale_cp must be > 0, got {self.reward_scale_cp}")
         if self.iterations < 0 or self.games < 1 or self.shard_games < 1 or self.eval_games < 0:
             raise ValueError(f"need iterations >= 0, games >= 1, shard_games >= 1, eval_games >= 0: {self}")
         if self.temperature <= 0 or (self.eval_games and self.eval_temperature <= 0):
@@ -83,6 +99,7 @@ class Execution:
     backend: str = "process"  # or "ray"
     device: str = "cpu"  # of the update, and of the games when workers == 0 (workers play on CPU)
     progress: bool = False
+    stockfish: str | None = None  # the judge's executable (None: find_stockfish() in each worker)
 
 
 def run_identity(cfg: RunConfig, checkpoint_path: Path, supervised: dict[str, Any]) -> dict[str, Any]:
@@ -178,7 +195,9 @@ def run_selfplay(
         ) as pool:
             pool.pids()  # wait for the workers to start, so the first iteration's moves/s is honest
             for k in range(len(history), cfg.iterations):
-                entry, records, timings[k] = _iteration(k, pool, model, reference, opponent, optimizer, cfg)
+                entry, records, timings[k] = _iteration(
+                    k, pool, model, reference, opponent, optimizer, cfg, execution.stockfish
+                )
                 history.append(entry)
                 games.append([{**asdict(r), "moves": list(r.moves)} for r in records])
                 payload = checkpoint.model_payload(
@@ -211,6 +230,10 @@ def run_selfplay(
         dataset_splits=manifest["splits"],
         win_rate_vs_reference=last.get("win_rate"),
         score_vs_reference=last.get("score"),
+        vs_supervised=last or None,
+        reward=cfg.reward,
+        nonzero_reward_share=_nonzero_share(history),
+        judge=_judge_facts(cfg.adjudication, stats["judged_positions"], timings),
         per_iteration=history,
         timings=timings,
         execution=asdict(execution),
@@ -219,6 +242,26 @@ def run_selfplay(
     atomic_write_json(out / STATS, stats)
     atomic_write_text(out / PLOT, _plot_csv(history))
     return stats
+
+
+def _nonzero_share(history: list[dict]) -> float | None:
+    """The share of the model's sides (over every iteration) whose reward was not zero."""
+    sides = sum(entry["update"]["sides"] for entry in history)
+    nonzero = sum(entry["update"]["nonzero_reward_share"] * entry["update"]["sides"] for entry in history)
+    return nonzero / sides if sides else None
+
+
+def _judge_facts(rules: Adjudication, positions: int, timings: dict[int, dict]) -> dict[str, Any]:
+    """What the judge did in the self-play games (positions) and this call's time in it, as a
+    share of the time the workers spent playing (games and evaluation, summed over workers)."""
+    seconds = sum(t["judge_seconds"] for t in timings.values())
+    playing = sum(t["shard_seconds"] for t in timings.values())
+    return {
+        "rules": rules.describe(),
+        "positions": positions,
+        "seconds": seconds,
+        "share_of_play": seconds / playing if playing else None,
+    }
 
 
 def _plot_csv(history: list[dict]) -> str:
@@ -243,27 +286,44 @@ def _iteration(
     opponent: GPT | None,
     optimizer: torch.optim.Optimizer,
     cfg: RunConfig,
+    stockfish: str | None = None,
 ) -> tuple[dict, list[GameRecord], dict]:
     """Play, update, evaluate: the history entry (no timings), the games, the timings."""
     play = SelfPlayConfig(
-        games=cfg.games, temperature=cfg.temperature, max_plies=cfg.max_plies, seed=derive_seed(cfg.seed, "play", k)
+        games=cfg.games,
+        temperature=cfg.temperature,
+        max_plies=cfg.max_plies,
+        seed=derive_seed(cfg.seed, "play", k),
+        adjudication=cfg.adjudication,
+        stockfish=stockfish,
     )
     records, stats = pool.play(model, opponent, play, cfg.shard_games)
     pg = PGConfig(
         temperature=cfg.temperature, kl_coef=cfg.kl_coef, batch_games=cfg.batch_games, grad_clip=cfg.grad_clip
     )
-    update = policy_gradient_step(model, reference, optimizer, records, pg)
+    update = policy_gradient_step(
+        model, reference, optimizer, records, pg, make_reward(cfg.reward, cfg.reward_scale_cp)
+    )
     entry = {"iteration": k, "play": {key: v for key, v in stats.items() if key not in MACHINE_KEYS}, "update": update}
-    if cfg.eval_games:
-        evaluation = replace(
-            play, games=cfg.eval_games, temperature=cfg.eval_temperature, seed=derive_seed(cfg.seed, "eval", k)
-        )
-        entry["vs_reference"] = _versus(pool.play(model, reference, evaluation, cfg.shard_games)[1])
     timing = {
         "play_seconds": stats["seconds"],
         "plies": stats["plies"]["total"],
         "moves_per_second": stats["moves_per_second"],
+        "shard_seconds": stats["shard_seconds"],
+        "judge_seconds": stats["judge_seconds"],
     }
+    if cfg.eval_games:
+        evaluation = replace(
+            play, games=cfg.eval_games, temperature=cfg.eval_temperature, seed=derive_seed(cfg.seed, "eval", k)
+        )
+        eval_stats = pool.play(model, reference, evaluation, cfg.shard_games)[1]
+        entry["vs_reference"] = {
+            **_versus(eval_stats),
+            "decided_by": eval_stats["decided_by"],
+            "terminations": {name: n for name, n in eval_stats["terminations"].items() if n},
+        }
+        timing["shard_seconds"] += eval_stats["shard_seconds"]
+        timing["judge_seconds"] += eval_stats["judge_seconds"]
     return entry, records, timing
 
 
