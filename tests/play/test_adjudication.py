@@ -41,8 +41,8 @@ def test_a_queen_up_for_three_moves_wins_for_the_side_ahead_and_not_sooner(judge
     assert verdicts[:5] == [None] * 5  # 3 moves of both sides: 6 judgements
     assert len(verdicts) == 6 and verdicts[5].result == winner and verdicts[5].termination == "resign_rule"
     assert abs(verdicts[5].judge_score) >= 500
-    # Judged every other ply, the same span takes 3 judgements: the verdict comes at the same ply.
-    sparse = _verdicts(fen, KNIGHT_SHUFFLE, Adjudication(every_plies=2, draw_moves=0), judge)
+    # Judged every third ply, the same span takes 2 judgements (one with each side to move).
+    sparse = _verdicts(fen, KNIGHT_SHUFFLE, Adjudication(every_plies=3, draw_moves=0), judge)
     assert len(sparse) == 6 and sparse[-1].result == winner
 
 
@@ -90,16 +90,16 @@ def test_the_same_positions_get_the_same_scores_from_a_new_judge(stockfish, judg
 
 
 def test_rule_counting_without_an_engine():
-    rules = Adjudication(every_plies=4, resign_moves=3, resign_score_cp=500, draw_moves=4, draw_from_move=10)
+    rules = Adjudication(every_plies=5, resign_moves=3, resign_score_cp=500, draw_moves=4, draw_from_move=10)
     assert rules.judgements(3) == 2 and rules.judgements(4) == 2 and Adjudication(every_plies=1).judgements(3) == 6
     game = GameAdjudicator(rules, object())  # rule_verdict counts given scores: no engine is asked
     assert game.rule_verdict(-600, 40, 10) is None
-    assert game.rule_verdict(600, 44, 10) is None  # the other side now: the run starts again
-    assert game.rule_verdict(700, 48, 10) == Ending("1-0", "resign_rule", 700)
+    assert game.rule_verdict(600, 45, 10) is None  # the other side now: the run starts again
+    assert game.rule_verdict(700, 50, 10) == Ending("1-0", "resign_rule", 700)
     draw = GameAdjudicator(rules, object())
     assert draw.rule_verdict(5, 40, 30) is None
-    assert draw.rule_verdict(-5, 44, 2) is None  # a pawn move or capture in between: counts afresh
-    assert draw.rule_verdict(0, 48, 6) == Ending("1/2-1/2", "draw_rule", 0)
+    assert draw.rule_verdict(-5, 45, 2) is None  # a pawn move or capture in between: counts afresh
+    assert draw.rule_verdict(0, 50, 7) == Ending("1/2-1/2", "draw_rule", 0)
     assert GameAdjudicator(Adjudication(enabled=False), None).at_cap(chess.Board()) == Ending("1/2-1/2", "ply_cap")
     with pytest.raises(ValueError, match="give a Judge"):
         GameAdjudicator(rules, None)
@@ -112,6 +112,8 @@ def test_bad_settings_name_the_field():
         Adjudication(draw_score_cp=600, resign_score_cp=500)
     with pytest.raises(ValueError, match="every_plies"):
         Adjudication(every_plies=0)
+    with pytest.raises(ValueError, match="every_plies must be odd"):
+        Adjudication(every_plies=4)
     assert Adjudication(every_plies=0, resign_moves=0, draw_moves=0).describe().endswith("cap score=300")
 
 

@@ -18,7 +18,7 @@ from chesscore.play.adjudication import Adjudication, score_text
 from chesscore.play.arena import ArenaConfig, Opponent, pgn_text, play_match, summarise
 
 ROOT = Path(__file__).resolve().parents[2]
-RULES = Adjudication(judge_nodes=300, every_plies=2, resign_moves=2, draw_from_move=20)
+RULES = Adjudication(judge_nodes=300, every_plies=3, resign_moves=2, draw_from_move=20)
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +44,7 @@ def test_verdicts_follow_the_judge_and_repeat(model, stockfish, games):
         if game.termination == "resign_rule":
             assert abs(game.judge_score) >= RULES.resign_score_cp
             assert game.result == ("1-0" if game.judge_score > 0 else "0-1")
-            assert len(game.moves) < 120 and len(game.moves) % 2 == 0  # judged every other ply
+            assert len(game.moves) < 120 and len(game.moves) % 3 == 0  # judged every third ply
         elif game.termination == "ply_cap":
             assert len(game.moves) == 120
             ahead = abs(game.judge_score) >= RULES.cap_score_cp
@@ -95,7 +95,7 @@ arena:
   checkpoint: {tmp_path / "best.pt"}
   games: 4
   max_plies: 80
-  adjudication: {{judge_nodes: 300, every_plies: 2, resign_moves: 2}}
+  adjudication: {{judge_nodes: 300, every_plies: 3, resign_moves: 2}}
   opponents: [{{name: random, kind: random}}]
 """)
     outs = []

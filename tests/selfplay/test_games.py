@@ -92,7 +92,7 @@ def test_without_a_judge_the_ply_cap_is_a_draw():
 
 
 def test_the_judge_ends_games_by_its_rules_and_decides_at_the_cap(stockfish):
-    rules = Adjudication(every_plies=2, judge_nodes=500)
+    rules = Adjudication(every_plies=3, judge_nodes=500)
     cfg = SelfPlayConfig(games=12, max_plies=100, seed=1, adjudication=rules, stockfish=stockfish)
     records, stats = play_games(_model(0), None, cfg)
     assert records == play_games(_model(0), None, cfg)[0]  # the judge's verdicts repeat
@@ -101,7 +101,7 @@ def test_the_judge_ends_games_by_its_rules_and_decides_at_the_cap(stockfish):
     for record in records:
         board = _replay(record, 100)
         if record.termination == "resign_rule":
-            assert abs(record.judge_score) >= rules.resign_score_cp and record.plies % 2 == 0
+            assert abs(record.judge_score) >= rules.resign_score_cp and record.plies % 3 == 0
             assert record.result == ("1-0" if record.judge_score > 0 else "0-1")
         elif record.termination == "ply_cap":
             assert record.plies == 100 and record.judge_score is not None
@@ -109,7 +109,7 @@ def test_the_judge_ends_games_by_its_rules_and_decides_at_the_cap(stockfish):
             assert record.result == (("1-0" if record.judge_score > 0 else "0-1") if ahead else "1/2-1/2")
         else:
             assert record.judge_score is None and (record.result, record.termination) == _end(board, 100)
-        assert 0 < record.judged <= record.plies // 2 + 1
+        assert 0 < record.judged <= record.plies // 3 + 1
     assert stats["judged_positions"] == sum(r.judged for r in records) and stats["judge_seconds"] > 0
     assert sum(stats["decided_by"].values()) == 12 and stats["decided_by"]["adjudication"] > 0
 
