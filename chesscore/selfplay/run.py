@@ -5,8 +5,11 @@ rate against the frozen supervised model after each, a checkpoint with identity 
                            Execution(workers=2))
 
 Iteration k: play cfg.games games against the opponent (the model itself by default) in
-shards, update the model from its own moves (chesscore.selfplay.rl), then play cfg.eval_games games
-against the frozen supervised model and record W/D/L, score and Elo difference. After every
+shards, update the model from its own moves (chesscore.selfplay.rl), then (every eval_every
+iterations and after the last one asked for) play cfg.eval_games games against the frozen
+supervised model and record W/D/L, score and Elo difference. (So extending a finished run adds
+iterations after one that was evaluated as the last: the only difference from a run asked for
+all of them at once, whose weights and games are the same.) After every
 iteration out/rl.pt is written: the model, the optimizer, the history and every game so far
 (as canonical JSON text), plus the identity (checkpoint played from, config, code, tokenizer). A rerun resumes from it
 when its identity matches, as training does; `iterations` is not part of the identity, so a
@@ -69,7 +72,8 @@ class RunConfig:
     kl_coef: float = 0.1
     batch_games: int = 16  # sides per forward/backward of the update
     grad_clip: float = 1.0
-    eval_games: int = 32  # games against the frozen supervised model after each update (0: none)
+    eval_games: int = 32  # games against the frozen supervised model after an update (0: none)
+    eval_every: int = 1  # evaluate after every k-th iteration, and after the last one of a run
     eval_temperature: float = 1.0  # > 0, or every evaluation game with one colour is the same
     seed: int = 0
     adjudication: Adjudication = field(default_factory=Adjudication)  # the judge and its rules (games and eval)
@@ -81,8 +85,10 @@ class RunConfig:
             raise ValueError(f"reward {self.reward!r} is not one of {REWARDS}")
         if self.reward_scale_cp <= 0:
             raise ValueError(f"reward_scale_cp must be > 0, got {self.reward_scale_cp}")
-        if self.iterations < 0 or self.games < 1 or self.shard_games < 1 or self.eval_games < 0:
-            raise ValueError(f"need iterations >= 0, games >= 1, shard_games >= 1, eval_games >= 0: {self}")
+        if self.iterations < 0 or self.games < 1 or self.shard_games < 1 or self.eval_games < 0 or self.eval_every < 1:
+            raise ValueError(
+                f"need iterations >= 0, games >= 1, shard_games >= 1, eval_games >= 0, eval_every >= 1: {self}"
+            )
         if self.temperature <= 0 or (self.eval_games and self.eval_temperature <= 0):
             raise ValueError("the policy gradient and the evaluation need temperatures > 0")
 
@@ -312,7 +318,7 @@ def _iteration(
         "shard_seconds": stats["shard_seconds"],
         "judge_seconds": stats["judge_seconds"],
     }
-    if cfg.eval_games:
+    if cfg.eval_games and ((k + 1) % cfg.eval_every == 0 or k + 1 == cfg.iterations):
         evaluation = replace(
             play, games=cfg.eval_games, temperature=cfg.eval_temperature, seed=derive_seed(cfg.seed, "eval", k)
         )
