@@ -2,7 +2,7 @@
 whose config sets `board_input` (chesscore.model). The token contract stays as it is; this is a
 feature derived from the tokens, as a chess GUI would derive it from the moves.
 
-    boards = game_boards(tokens)          # (B, T // 3 + 1, 64) uint8: the board after 0, 1, ... plies
+    boards = game_boards(tokens)          # (B, (T - 1) // 3 + 1, 64) uint8: the board after 0, 1, ... plies
     boards[:, i // 3]                     # the board the input token at position i sees
 
 A square's code is 0 (empty), 1..6 (White pawn, knight, bishop, rook, queen, king: python-chess's
@@ -63,14 +63,15 @@ def apply_moves(
 
 def game_boards(tokens: np.ndarray) -> np.ndarray:
     """The boards after 0, 1, ... plies of every row of `tokens` (B, T), each row starting with BOS:
-    (B, T // 3 + 1, 64); the input at position i sees boards[:, i // 3]."""
+    (B, (T - 1) // 3 + 1, 64); the input at position i sees boards[:, i // 3]."""
     tokens = np.asarray(tokens, dtype=np.int64)
     if tokens.ndim != 2 or (tokens.shape[1] and (tokens[:, 0] != BOS).any()):
         raise ValueError("board input needs rows of tokens that start with BOS")
     batch, length = tokens.shape
-    boards = np.empty((batch, length // 3 + 1, SQUARES), dtype=np.uint8)
+    plies = max(0, length - 1) // 3  # the last position, length - 1, sees the board after this many
+    boards = np.empty((batch, plies + 1, SQUARES), dtype=np.uint8)
     boards[:, 0] = START
-    for k in range(1, length // 3 + 1):
+    for k in range(1, plies + 1):
         boards[:, k] = apply_moves(boards[:, k - 1], tokens[:, 3 * k - 2], tokens[:, 3 * k - 1], tokens[:, 3 * k])
     return boards
 

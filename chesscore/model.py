@@ -3,11 +3,11 @@
 Pre-LayerNorm blocks, learned positions, GELU MLP, causal scaled-dot-product attention,
 input and output embeddings tied. One config dataclass; named configs in CONFIGS.
 
-With `board_input` the input at every position also gets an embedding of the piece placement
-the move tokens so far lead to (chesscore.boards: a sum over the 64 squares of an embedding of
-(square, piece)), replayed from the tokens inside forward, with or without a cache: callers
-feed tokens as before, and the token contract stays triples-v1. It lets a small model see the
-position instead of inferring it from the move sequence.
+With `move_features` the input at every position also gets an embedding of what its token
+names on the board (chesscore.features: the moving piece at a source token, the captured piece at
+a destination token), replayed from the tokens inside forward, with or without a cache: callers
+feed tokens as before, and the token contract stays triples-v1. A small model then knows which
+piece moves and what it takes instead of inferring the board from the move history.
 
     model = GPT(CONFIGS["demo"])
     logits = model(tokens)                          # (B, T) -> (B, T, 128), training/eval
@@ -24,12 +24,11 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from chesscore import boards as board_replay
+from chesscore.features import InputFeatures, Track
 from chesscore.tokens import VOCAB_SIZE
 
 
@@ -42,7 +41,7 @@ class GPTConfig:
     vocab_size: int = VOCAB_SIZE  # triples-v1: 128 (72..127 reserved, never produced)
     dropout: float = 0.0  # dropout on embeddings, attention output and MLP output
     bias: bool = True  # biases in Linear and LayerNorm layers
-    board_input: bool = False  # add an embedding of the replayed piece placement at every position
+    move_features: bool = False  # add the embedding of the moving / captured piece (chesscore.features)
 
     def __post_init__(self) -> None:
         if self.n_embd % self.n_head:
@@ -57,8 +56,8 @@ CONFIGS: dict[str, GPTConfig] = {
     "baseline": GPTConfig(n_layer=12, n_head=12, n_embd=768),
     # Trains on the embedded sample on 2 CPU cores in minutes.
     "demo": GPTConfig(n_layer=4, n_head=4, n_embd=128),
-    # The demo model that also sees the board (chesscore.boards): learns faster at the same size.
-    "demo-board": GPTConfig(n_layer=4, n_head=4, n_embd=128, board_input=True),
+    # The demo model with move features (chesscore.features): learns faster at the same size.
+    "demo-moves": GPTConfig(n_layer=4, n_head=4, n_embd=128, move_features=True),
     # For tests: seconds on a CPU.
     "tiny": GPTConfig(n_layer=2, n_head=2, n_embd=32),
 }
@@ -81,11 +80,8 @@ class KVCache:
         self.keys = torch.zeros(shape, device=device, dtype=dtype)
         self.values = torch.zeros(shape, device=device, dtype=dtype)
         self.lengths = torch.zeros(batch_size, dtype=torch.long, device=device)
-        # Board input only: each row's tokens by position and its board after every ply (CPU).
-        self.tokens = self.boards = None
-        if config.board_input:
-            self.tokens = np.zeros((batch_size, self.max_len), dtype=np.int64)
-            self.boards = np.zeros((batch_size, self.max_len // 3 + 1, board_replay.SQUARES), dtype=np.uint8)
+        # Move features only: each row's tokens and boards, replayed as they are fed (CPU).
+        self.track = Track(batch_size, self.max_len) if config.move_features else None
 
     @property
     def batch_size(self) -> int:
@@ -97,33 +93,8 @@ class KVCache:
         other.max_len = self.max_len
         other.keys, other.values = self.keys[:, rows], self.values[:, rows]
         other.lengths = self.lengths[rows].clone()
-        other.tokens = other.boards = None
-        if self.tokens is not None:
-            picked = rows.cpu().numpy()
-            other.tokens, other.boards = self.tokens[picked], self.boards[picked]
+        other.track = self.track.select(rows.cpu().numpy()) if self.track is not None else None
         return other
-
-    def board_codes(self, idx: torch.Tensor, positions: torch.Tensor) -> np.ndarray:
-        """Record the new tokens and replay the boards they complete; the board each new
-        position sees, as embedding indices (B, T, 64). A row's board after ply k is computed when
-        position 3k is fed, from the board before and the three tokens of the move, so a row that
-        was rewound (its length set back) simply recomputes what it feeds again."""
-        tokens, places = idx.cpu().numpy(), positions.cpu().numpy()
-        rows = np.arange(len(tokens))
-        seen = np.empty(places.shape + (board_replay.SQUARES,), dtype=np.uint8)
-        for t in range(tokens.shape[1]):
-            place = places[:, t]
-            self.tokens[rows, place] = tokens[:, t]
-            done = np.flatnonzero(place % 3 == 0)
-            first, later = done[place[done] == 0], done[place[done] > 0]
-            self.boards[first, 0] = board_replay.START
-            if len(later):
-                ply, at = place[later] // 3, place[later]
-                before = self.boards[later, ply - 1]
-                moves = self.tokens[later, at - 2], self.tokens[later, at - 1], self.tokens[later, at]
-                self.boards[later, ply] = board_replay.apply_moves(before, *moves)
-            seen[:, t] = self.boards[rows, place // 3]
-        return board_replay.codes(seen)
 
 
 class CausalSelfAttention(nn.Module):
@@ -199,11 +170,9 @@ class GPT(nn.Module):
         )
         self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
         self.transformer.wte.weight = self.lm_head.weight  # tied
-        if config.board_input:
-            self.board = nn.EmbeddingBag(board_replay.SQUARES * board_replay.CODES, config.n_embd, mode="sum")
+        if config.move_features:
+            self.features = InputFeatures(config.n_embd)
         self.apply(self._init_weights)
-        if config.board_input:  # a sum of 64 embeddings: each small, so the sum starts like one
-            torch.nn.init.normal_(self.board.weight, mean=0.0, std=0.02 / math.sqrt(board_replay.SQUARES))
         # GPT-2: scale the residual projections by depth.
         for name, parameter in self.named_parameters():
             if name.endswith("c_proj.weight"):
@@ -245,24 +214,11 @@ class GPT(nn.Module):
                 raise ValueError(f"cache of {cache.max_len} positions is full")
             pos_emb = self.transformer.wpe(positions)
         x = self.transformer.wte(idx) + pos_emb
-        if self.config.board_input:
-            x = x + self._board_embedding(idx, cache, positions)
+        if self.config.move_features:
+            x = x + self.features(idx, cache.track if cache is not None else None, positions)
         x = self.transformer.drop(x)
         for layer, block in enumerate(self.transformer.h):
             x = block(x, cache, layer, positions)
         if cache is not None:
             cache.lengths += T
         return self.lm_head(self.transformer.ln_f(x))
-
-    def _board_embedding(
-        self, idx: torch.Tensor, cache: KVCache | None, positions: torch.Tensor | None
-    ) -> torch.Tensor:
-        """(B, T, n_embd): the embedding of the board each input position sees."""
-        B, T = idx.shape
-        if cache is None:  # whole rows from BOS: one board per ply, shared by its three positions
-            boards = board_replay.game_boards(idx.cpu().numpy())
-            per_ply = torch.from_numpy(board_replay.codes(boards)).to(idx.device)
-            embedded = self.board(per_ply.view(-1, board_replay.SQUARES)).view(B, -1, self.config.n_embd)
-            return embedded[:, torch.arange(T, device=idx.device) // 3]
-        seen = torch.from_numpy(cache.board_codes(idx, positions)).to(idx.device)
-        return self.board(seen.view(-1, board_replay.SQUARES)).view(B, T, self.config.n_embd)

@@ -46,7 +46,14 @@ STATS = "stats.json"
 PLOT = "plots/iterations.csv"  # a DVC plot
 LIBRARY = Path(__file__).resolve().parents[1]  # chesscore/
 # The code the games and the update depend on (folders: every file in them).
-CODE = (LIBRARY / "tokens.py", LIBRARY / "model.py", LIBRARY / "boards.py", LIBRARY / "play", LIBRARY / "selfplay")
+CODE = (
+    LIBRARY / "tokens.py",
+    LIBRARY / "model.py",
+    LIBRARY / "boards.py",
+    LIBRARY / "features.py",
+    LIBRARY / "play",
+    LIBRARY / "selfplay",
+)
 # How fast and where the games were played: kept out of the checkpoint, whose bytes must not
 # depend on the machine or the worker count.
 MACHINE_KEYS = (
