@@ -10,7 +10,7 @@ from chesscore.model import CONFIGS, GPT, GPTConfig
 from chesscore.play.adjudication import Adjudication
 from chesscore.play.moves import ModelPlayer, Sampler, choose_moves, play_mask
 from chesscore.selfplay.games import MODEL, OPPONENT, GameRecord, SelfPlayConfig, play_games, termination
-from chesscore.tokens import State, encode_game
+from chesscore.tokens import State, encode_game, encode_move
 
 OFF = Adjudication(enabled=False)
 
@@ -123,16 +123,20 @@ def test_same_seed_same_games_other_seed_other_games():
 
 
 @torch.no_grad()
-def _greedy_move(model: GPT, moves: tuple[str, ...]) -> str:
-    """The move a model picks at temperature 0, by full forwards without a cache."""
-    state = State.from_moves(moves)
-    tokens = encode_game(moves)[:-1]
-    for _ in range(3):
-        logits = model(torch.tensor([tokens]))[0, -1]
-        token = int(logits.masked_fill(~torch.tensor(play_mask(state)), float("-inf")).argmax())
-        state.feed(token)
-        tokens.append(token)
-    return state.board.peek().uci()
+def _best_move(model: GPT, moves: tuple[str, ...]) -> str:
+    """The move a model plays at temperature 0, its most likely legal move, every legal move
+    scored by full forwards without a cache."""
+    prefix, best, best_lp = encode_game(moves)[:-1], None, -float("inf")
+    for move in State.from_moves(moves).legal_moves():
+        state, tokens, lp = State.from_moves(moves), list(encode_move(move)), 0.0
+        for i, token in enumerate(tokens):
+            logits = model(torch.tensor([prefix + tokens[:i]]))[0, -1]
+            masked = logits.masked_fill(~torch.tensor(play_mask(state)), float("-inf"))
+            lp += float(torch.log_softmax(masked, -1)[token])
+            state.feed(token)
+        if lp > best_lp:
+            best, best_lp = move.uci(), lp
+    return best
 
 
 def test_against_an_opponent_each_side_plays_its_own_moves_and_colours_alternate():
@@ -142,7 +146,7 @@ def test_against_an_opponent_each_side_plays_its_own_moves_and_colours_alternate
     for record in records:
         for ply, uci in enumerate(record.moves):
             side = record.white if ply % 2 == 0 else record.black
-            assert uci == _greedy_move(model if side == MODEL else opponent, record.moves[:ply])
+            assert uci == _best_move(model if side == MODEL else opponent, record.moves[:ply])
     assert records[0].moves != records[1].moves
     model_stats = stats["model"]
     assert model_stats["wins"] + model_stats["draws"] + model_stats["losses"] == 4
