@@ -6,7 +6,8 @@ checkpoint and stats.json.
     RAY_ADDRESS=auto python -m stages.selfplay --backend ray    # the shards on a Ray cluster
 
 Defaults come from params.yaml's `selfplay:` section; flags override them. Each iteration
-plays `games` games against the opponent in worker processes, updates the model by policy
+plays `games` games against the opponent in worker processes, a Stockfish judge adjudicating
+them (`selfplay.adjudication`: resign and draw rules, the ply cap), updates the model by policy
 gradient (REINFORCE with a baseline, KL penalty to the checkpoint played from), and plays
 `eval_games` against that frozen checkpoint for a win rate. OUT/rl.pt is written after every
 iteration; a rerun resumes from it when its identity matches (`--resume none` starts afresh,
@@ -27,6 +28,7 @@ from chesscore.cli.params import stage_settings
 from chesscore.cli.runner import run_stage
 from chesscore.config import flat
 from chesscore.model import pick_device
+from chesscore.play.engine import find_stockfish
 from chesscore.selfplay.run import CHECKPOINT, STATS, Execution, RunConfig, run_selfplay
 
 
@@ -41,6 +43,7 @@ class Settings:
     backend: Literal["process", "ray"] = "process"  # ray: the shards on the Ray cluster of RAY_ADDRESS
     device: Literal["auto", "cpu", "cuda"] = "cpu"  # of the update, and of the games when workers is 0
     resume: str = "auto"  # auto: continue OUT/rl.pt when its identity matches; none; or a path
+    stockfish: str | None = None  # the judge's Stockfish executable; null: PATH, then /usr/games/stockfish
     run: RunConfig = flat(RunConfig)  # games, iterations, the update (chesscore.selfplay.run)
 
     def __post_init__(self) -> None:
@@ -76,6 +79,19 @@ def summary(stats: dict[str, Any], settings: Settings) -> str:
         )
     ends = ", ".join(f"{name} {count}" for name, count in stats["terminations"].items() if count)
     lines.append(f"  results: white {stats['white_wins']}, draws {stats['draws']}, black {stats['black_wins']}; {ends}")
+    games, decided = max(1, stats["games"]), stats["decided_by"]
+    share = stats["nonzero_reward_share"]
+    lines.append(
+        f"  decided by the rules {decided['rules'] / games:.0%}, by adjudication {decided['adjudication'] / games:.0%},"
+        f" drawn {decided['draw'] / games:.0%}; non-zero reward for {'-' if share is None else f'{share:.0%}'}"
+        f" of the model's sides ({stats['reward']} reward)"
+    )
+    judge = stats["judge"]
+    judge_share = "-" if judge["share_of_play"] is None else f"{judge['share_of_play']:.0%}"
+    lines.append(
+        f"  judge: {judge['rules']}; {judge['positions']:,} positions, {judge['seconds']:.1f} s"
+        f" ({judge_share} of the workers' playing time)"
+    )
     plies = stats["plies"]
     lines.append(
         f"  plies: mean {plies['mean']:.1f} (min {plies['min']}, max {plies['max']});"
@@ -97,7 +113,10 @@ def summary(stats: dict[str, Any], settings: Settings) -> str:
 def main(argv: list[str] | None = None) -> int:
     settings, args = stage_settings(argv, "selfplay", Settings, __doc__, extra=no_progress)
     device = str(pick_device(settings.device))
+    # No Stockfish for the judge: exit 78 with the command that installs it (run_stage).
+    stockfish = find_stockfish(settings.stockfish) if settings.run.adjudication.enabled else None
     execution = Execution(
+        stockfish=stockfish,
         workers=settings.workers,
         threads_per_worker=settings.threads_per_worker,
         backend=settings.backend,

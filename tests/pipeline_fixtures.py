@@ -27,10 +27,8 @@ BIN = Path(sys.executable).parent
 # The stages in the order the pipeline runs them.
 STAGES = ["validate", "convert", "train", "evaluate", "selfplay", "arena"]
 # Outputs that differ between two clean runs by design, so never compared byte for byte: the
-# wall-clock measurements in train's results/events and self-play's stats, and the arena, whose
-# Stockfish opponents are not deterministic (Skill Level / UCI_Elo pick moves with a time-seeded
-# random generator, and movetime searches depend on speed).
-NOT_REPRODUCIBLE = re.compile(r"^data/(train/(results\.json|events\.jsonl)|selfplay/stats\.json)")
+# wall-clock measurements in train's results/events, self-play's stats and the arena's timing.
+NOT_REPRODUCIBLE = re.compile(r"^data/(train/(results\.json|events\.jsonl)|selfplay/stats\.json|arena/timing\.json)")
 
 _SERVER: dict[str, Any] = {}
 _PIPELINE: dict[str, PipelineRun] = {}

@@ -65,6 +65,47 @@ def _num(value: Any, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def _elo(v: dict[str, Any]) -> str:
+    """Elo difference and its 95% interval; +-inf where every game had one result."""
+
+    def bound(x: Any, inf: str) -> str:
+        return inf if x is None else f"{x:+.0f}"
+
+    centre = bound(v.get("elo"), "-inf" if v.get("score", 0.5) < 0.5 else "+inf")
+    return f"Elo {centre} [{bound(v.get('low'), '-inf')}, {bound(v.get('high'), '+inf')}]"
+
+
+def verdict(v: dict[str, Any]) -> str:
+    """W/D/L, score, Elo [95%] and how the games were decided, from the first player's view."""
+    text = f"+{v['wins']} ={v['draws']} -{v['losses']}, score {_num(v['score'], 2)}, {_elo(v)}"
+    decided = v.get("decided_by")
+    if decided:
+        games = max(1, sum(decided.values()))
+        shares = {how: n / games for how, n in decided.items()}
+        text += (
+            f"; decided by the rules {shares['rules']:.0%}, by adjudication {shares['adjudication']:.0%},"
+            f" drawn {shares['draw']:.0%}"
+        )
+    return text
+
+
+def flipped(v: dict[str, Any]) -> dict[str, Any]:
+    """A match result seen from the other player: wins and losses, score, Elo and interval swapped."""
+
+    def neg(x: Any) -> Any:
+        return None if x is None else -x
+
+    return {
+        **v,
+        "wins": v["losses"],
+        "losses": v["wins"],
+        "score": 1 - v["score"],
+        "elo": neg(v.get("elo")),
+        "low": neg(v.get("high")),
+        "high": neg(v.get("low")),
+    }
+
+
 def lines(facts: dict[str, Any]) -> list[tuple[str, str]]:
     """(stage, one line of its key numbers); "not run yet" where its report is missing."""
     rows: list[tuple[str, str]] = []
@@ -117,15 +158,18 @@ def lines(facts: dict[str, Any]) -> list[tuple[str, str]]:
     if s is None:
         rows.append(("selfplay", "not run yet"))
     else:
+        ends = ", ".join(f"{name} {n}" for name, n in (s.get("terminations") or {}).items() if n)
         rows.append(
             (
                 "selfplay",
-                f"{s['games']} games (W {s['white_wins']} D {s['draws']} B {s['black_wins']}), "
-                f"mean {_num(s['plies']['mean'], 0)} plies, illegal attempts "
-                f"{_pct(s['illegal_attempt_rate'])}, score vs supervised "
-                f"{_num(s.get('score_vs_reference'), 2)}",
+                f"{s['games']} games (W {s['white_wins']} D {s['draws']} B {s['black_wins']}: {ends}), "
+                f"mean {_num(s['plies']['mean'], 0)} plies; non-zero reward "
+                f"{_pct(s.get('nonzero_reward_share'))}; illegal attempts {_pct(s['illegal_attempt_rate'])}",
             )
         )
+        judge = s.get("judge") or {}
+        if judge.get("share_of_play") is not None:
+            rows.append(("", f"  judge: {judge['positions']:,} positions, {_pct(judge['share_of_play'])} of play time"))
     if a is None:
         rows.append(("arena", "not run yet"))
     else:
@@ -141,7 +185,21 @@ def lines(facts: dict[str, Any]) -> list[tuple[str, str]]:
             estimate = "no rating (no games against the Stockfish anchors)"
         rows.append(("arena", f"{estimate}; illegal attempts {_pct(a.get('illegal_attempt_rate'))}"))
         for name, o in a.get("opponents", {}).items():
-            rows.append(("", f"  vs {name}: +{o['wins']} ={o['draws']} -{o['losses']}, score {_num(o['score'], 2)}"))
+            rows.append(("", f"  vs {name}: {verdict(o)}"))
+    rows += verdict_rows(facts)
+    return rows
+
+
+def verdict_rows(facts: dict[str, Any]) -> list[tuple[str, str]]:
+    """The two verdicts a reader wants first: the supervised model against the random mover
+    (arena) and the RL model against its supervised parent (self-play's evaluation games)."""
+    a, s = facts.get("arena") or {}, facts.get("selfplay") or {}
+    rows = []
+    versus_random = next((o for o in (a.get("opponents") or {}).values() if o.get("kind") == "random"), None)
+    if versus_random is not None:
+        rows.append(("verdicts", f"supervised vs random mover: {verdict(versus_random)}"))
+    if s.get("vs_supervised"):
+        rows.append(("" if rows else "verdicts", f"RL vs its supervised parent: {verdict(s['vs_supervised'])}"))
     return rows
 
 

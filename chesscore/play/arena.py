@@ -9,16 +9,20 @@ The openings are a fixed list of named book lines, shuffled by the seed; every o
 the same sequence, so their results compare on equal terms. All games of a match run at once
 (`concurrency` per batch): the model (and a checkpoint opponent) choose their moves for every
 game in one batched forward per token (chesscore.play), Stockfish and the random mover answer
-game by game. A game ends by the rules (chesscore.play.endings.termination) or at the ply cap, an
-adjudicated draw. The raw model's illegal attempts are counted: moves where its own unmasked
-choice (the sampler's, under the same noise) would have been illegal.
+game by game. A game ends by the rules, by a Stockfish judge's resign or draw rule, or at the
+ply cap, where the judge's score of the final position decides (chesscore.play.endings and
+chesscore.play.adjudication; `adjudication.enabled: false` makes the cap a draw and ends nothing
+early). The raw model's illegal attempts are counted: moves where its own unmasked choice (the
+sampler's, under the same noise) would have been illegal.
 
-Games against the random mover and other checkpoints are reproducible from the seed; games
-against a weakened Stockfish are not (it draws its handicap from the clock).
+Every game repeats for a seed: the random mover and the sampler are seeded, the Stockfish levels
+pick their handicapped moves with a seeded generator (chesscore.play.engine), and the judge
+searches a fixed number of nodes from a fresh state.
 """
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -32,8 +36,9 @@ import torch
 from chesscore import ranges
 from chesscore.fileio import sha256_json
 from chesscore.model import GPT
+from chesscore.play.adjudication import Adjudication, GameAdjudicator, Judge, pgn_tags
 from chesscore.play.elo import AnchoredResult, anchored_rating, elo_difference
-from chesscore.play.endings import termination
+from chesscore.play.endings import decided_by, termination
 from chesscore.play.engine import Stockfish, StockfishLevel
 from chesscore.play.moves import ModelPlayer, Sampler, choose_moves, drop_finished
 from chesscore.tokens import PAD, State, encode_game, encode_move
@@ -77,9 +82,10 @@ def derive_seed(*labels: object) -> int:
 class ArenaConfig:
     games: int = 8  # games per opponent; in pairs, one with each colour per opening
     temperature: float = 0.0  # the model's sampling temperature (0: its most likely move)
-    max_plies: int = 300  # a game still running after this many plies is an adjudicated draw
+    max_plies: int = 300  # the ply cap: the judge's score of the final position decides (else a draw)
     concurrency: int = 32  # games of one match in one batch (memory: rows of the key/value cache)
     seed: int = 0  # the order of the openings, the random mover and the sampler derive from it
+    adjudication: Adjudication = field(default_factory=Adjudication)  # the judge and its rules
 
     def __post_init__(self) -> None:
         ranges.check(self, counts=("games", "concurrency", "max_plies"), whole=("seed",), non_negative=("temperature",))
@@ -126,6 +132,8 @@ class ArenaGame:
     illegal_attempts: int  # the model's moves whose unmasked choice was illegal
     opponent_illegal_attempts: int  # the same for a checkpoint opponent (else 0)
     stockfish_min_depth: int | None  # shallowest depth Stockfish reported in this game
+    judge_score: int | None = None  # the judge's deciding score (centipawns, White's view); None: the rules
+    judged: int = 0  # positions the judge scored in this game
 
     @property
     def model_score(self) -> float:
@@ -145,20 +153,24 @@ def play_match(
     config: ArenaConfig,
     stockfish_path: str | None = None,
     on_game: Callable[[ArenaGame], None] | None = None,
+    judge: Judge | None = None,
 ) -> list[ArenaGame]:
-    """config.games games of `model` against `opponent`, `concurrency` at a time."""
-    if opponent.kind == STOCKFISH and stockfish_path is None:
-        raise ValueError(f"opponent {opponent.name!r} is Stockfish: give the path (engine.find_stockfish)")
-    engine = Stockfish(stockfish_path, opponent.level) if opponent.kind == STOCKFISH else None
-    try:
+    """config.games games of `model` against `opponent`, `concurrency` at a time. The judge
+    (when config.adjudication is enabled) is `judge`, or one opened on stockfish_path."""
+    needs_path = opponent.kind == STOCKFISH or (config.adjudication.enabled and judge is None)
+    if needs_path and stockfish_path is None:
+        raise ValueError(f"match vs {opponent.name!r} needs Stockfish: give the path (engine.find_stockfish)")
+    with contextlib.ExitStack() as stack:
+        engine = None
+        if opponent.kind == STOCKFISH:
+            engine = stack.enter_context(Stockfish(stockfish_path, opponent.level))
+        if config.adjudication.enabled and judge is None:
+            judge = stack.enter_context(Judge(stockfish_path, config.adjudication))
         games: list[ArenaGame] = []
         for first in range(0, config.games, config.concurrency):
             rounds = range(first, min(config.games, first + config.concurrency))
-            games += _play_wave(model, opponent, config, list(rounds), engine, on_game)
+            games += _play_wave(model, opponent, config, list(rounds), engine, judge, on_game)
         return games
-    finally:
-        if engine is not None:
-            engine.close()
 
 
 def _play_wave(
@@ -167,6 +179,7 @@ def _play_wave(
     config: ArenaConfig,
     rounds: list[int],
     engine: Stockfish | None,
+    judge: Judge | None,
     on_game: Callable[[ArenaGame], None] | None,
 ) -> list[ArenaGame]:
     models = [model] + ([opponent.model] if opponent.kind == CHECKPOINT else [])
@@ -185,6 +198,7 @@ def _play_wave(
     illegal = [[0, 0] for _ in rounds]  # per game: model, checkpoint opponent
     model_moves = [0] * n
     depths: list[list[int]] = [[] for _ in rounds]
+    adjudicators = [GameAdjudicator(config.adjudication, judge) for _ in rounds]
     finished: dict[int, ArenaGame] = {}
     live = list(range(n))  # the game of each row of the players' batches
     while live:
@@ -215,7 +229,7 @@ def _play_wave(
             external = torch.tensor([not turn for turn in model_turn])
             players[0].feed(tokens, external)
         for g in live:
-            end = termination(states[g].board, states[g].legal_moves(), max_plies)
+            end = termination(states[g].board, states[g].legal_moves(), max_plies, adjudicators[g])
             if end is not None:
                 finished[g] = ArenaGame(
                     opponent=opponent.name,
@@ -229,6 +243,8 @@ def _play_wave(
                     illegal_attempts=illegal[g][0],
                     opponent_illegal_attempts=illegal[g][1],
                     stockfish_min_depth=min(depths[g]) if depths[g] else None,
+                    judge_score=end.judge_score,
+                    judged=adjudicators[g].judged,
                 )
                 if on_game is not None:
                     on_game(finished[g])
@@ -256,6 +272,7 @@ def match_summary(opponent: Opponent, games: Sequence[ArenaGame]) -> dict:
         **estimate.to_dict(),
         **by_colour,
         "terminations": dict(sorted(Counter(g.termination for g in games).items())),
+        "decided_by": decided_counts(games),
         "mean_plies": sum(len(g.moves) for g in games) / len(games),
         "model_moves": model_moves,
         "illegal_attempts": illegal,
@@ -263,6 +280,13 @@ def match_summary(opponent: Opponent, games: Sequence[ArenaGame]) -> dict:
         "opponent_illegal_attempts": sum(g.opponent_illegal_attempts for g in games),
         "stockfish_min_depth": min(depths) if depths else None,
     }
+
+
+def decided_counts(games: Sequence[ArenaGame]) -> dict[str, int]:
+    """How many games were decided by the rules (checkmate), by adjudication (a win the judge
+    gave), and drawn (by either)."""
+    counts = Counter(decided_by(g.result, g.termination) for g in games)
+    return {how: counts[how] for how in ("rules", "adjudication", "draw")}
 
 
 def summarise(matches: Sequence[tuple[Opponent, Sequence[ArenaGame]]]) -> dict:
@@ -287,13 +311,11 @@ def summarise(matches: Sequence[tuple[Opponent, Sequence[ArenaGame]]]) -> dict:
         "opponents": per_opponent,
         "rating": overall,
         "games": len(games),
+        "judged_positions": sum(g.judged for g in games),
         "model_moves": model_moves,
         "illegal_attempts": illegal,
         "illegal_attempt_rate": illegal / model_moves if model_moves else None,
     }
-
-
-PGN_TERMINATION = {"ply_cap": "adjudication"}  # PGN's Termination tag; the rules end "normal"
 
 
 def to_pgn(game: ArenaGame, model_name: str, opponent: Opponent, event: str) -> chess.pgn.Game:
@@ -314,7 +336,7 @@ def to_pgn(game: ArenaGame, model_name: str, opponent: Opponent, event: str) -> 
         pgn.headers["BlackElo" if game.model_white else "WhiteElo"] = str(round(opponent.anchor))
     pgn.headers["Opening"] = game.opening
     pgn.headers["PlyCount"] = str(len(game.moves))
-    pgn.headers["Termination"] = PGN_TERMINATION.get(game.termination, "normal")
+    pgn.headers.update(pgn_tags(game.termination, game.judge_score))
     model_side = "White" if game.model_white else "Black"
     pgn.headers[f"{model_side}IllegalAttempts"] = str(game.illegal_attempts)
     if opponent.kind == CHECKPOINT:

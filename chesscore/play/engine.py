@@ -172,6 +172,15 @@ class Stockfish:
             raise RuntimeError(f"{self.version} returned no legal move in {board.fen()}")
         return move, depth
 
+    def score(self, board: chess.Board) -> chess.engine.PovScore:
+        """Stockfish's score of the position at this level's search limit, from a fresh state
+        (`ucinewgame`): with one thread and a node budget, the same position gives the same score."""
+        # INFO_SCORE: python-chess parses only the score, not every PV (half its CPU per call)
+        info = self.engine.analyse(board, self.level.limit(), game=object(), info=chess.engine.INFO_SCORE)
+        if "score" not in info:
+            raise RuntimeError(f"{self.version} reported no score for {board.fen()}")
+        return info["score"]
+
     def close(self) -> None:
         self.engine.quit()
 

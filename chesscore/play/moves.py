@@ -13,7 +13,8 @@ playing itself) stay in step.
 
 Sampling uses the Gumbel-max trick: the same noise picks the unmasked token and the masked
 one, so `illegal` says whether the model's own unmasked choice would have been illegal, and
-where it was legal it is exactly the move played.
+where it was legal it is exactly the move played. Temperature 0 plays the most likely legal move
+(chesscore.play.best); `illegal` is then the unmasked greedy token's, along that move.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import numpy as np
 import torch
 
 from chesscore.model import GPT
+from chesscore.play.best import best_moves
 from chesscore.tokens import BOS, EOS, PAD, State, encode_move
 
 
@@ -138,16 +140,22 @@ def choose_moves(
     movers[g] is the index in `players` of the player to move in game g. Every state is
     advanced by the move, every player is fed its three tokens. Returns the moves (None for
     finished games) and, per game, whether any of the mover's unmasked sub-token choices
-    would have been illegal."""
+    would have been illegal. At temperature 0 the move is the mover's most likely legal move
+    (chesscore.play.best), not the greedy source followed by the greedy destination."""
     n_games = len(states)
     live = torch.tensor([s is not None for s in states])
     rows = [g for g in range(n_games) if states[g] is not None]
     illegal = [False] * n_games
-    for _ in range(3):  # source, destination, promotion
+    best = None
+    if sampler.temperature == 0:
+        best = best_moves([s.legal_moves() if s is not None else None for s in states], players, movers)
+    for step in range(3):  # source, destination, promotion
         tokens = torch.full((n_games, 1), PAD, dtype=torch.long)
         legal = torch.from_numpy(np.stack([play_mask(states[g]) for g in rows]))
         logits = torch.stack([players[movers[g]].logits[g] for g in rows])
         chosen, was_illegal = sampler.pick(logits, legal)
+        if best is not None:
+            chosen = torch.tensor([best[g][step] for g in rows])
         for i, g in enumerate(rows):
             states[g].feed(int(chosen[i]))
             tokens[g, 0] = chosen[i]

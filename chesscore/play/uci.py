@@ -37,6 +37,7 @@ import torch
 from chesscore.checkpoint import CheckpointError, load_model
 from chesscore.failures import MARKER
 from chesscore.model import GPT
+from chesscore.play.best import best_moves
 from chesscore.play.moves import ModelPlayer, Sampler
 from chesscore.tokens import TOKEN_PROMOTION, VOCAB_SIZE, encode_game, encode_move
 
@@ -290,10 +291,12 @@ class UCIEngine:
     def _model_move(self, allowed: list[chess.Move]) -> tuple[chess.Move, bool]:
         prefix: list[int] = []
         illegal = False
-        for _ in range(3):  # source, destination, promotion
+        # Temperature 0: the most likely allowed move (not the greedy source, then destination).
+        best = best_moves([allowed], [self.player], [0])[0] if self.temperature == 0 else None
+        for step in range(3):  # source, destination, promotion
             mask = torch.from_numpy(step_mask(allowed, prefix))[None]
             chosen, was_illegal = self.sampler.pick(self.player.logits, mask)
-            token = int(chosen[0])
+            token = int(chosen[0]) if best is None else best[step]
             illegal |= bool(was_illegal[0])
             prefix.append(token)
             self.player.feed(torch.tensor([[token]]))

@@ -29,6 +29,7 @@ import pyarrow as pa
 from chesscore.data.shards import MANIFEST, SCHEMA, SPLITS, build_manifest, write_shard
 from chesscore.data.splits import SplitRule, assign_splits
 from chesscore.fileio import atomic_write_bytes, atomic_write_json, replace_dir, sha256_bytes, staging_dir
+from chesscore.play.adjudication import pgn_tags
 from chesscore.selfplay.games import MODEL, GameRecord
 from chesscore.tokens import encode_game
 
@@ -56,7 +57,8 @@ class PlayedGame:
 
 def pgn_game(game: PlayedGame, run_id: str) -> str:
     """One game as PGN text. Termination is "normal" for a rule ending and "adjudication" for
-    the ply cap (PGN's words); the precise ending is in the Ending tag."""
+    the judge's verdicts and the ply cap (PGN's words), with AdjudicationRule and JudgeScore;
+    the precise ending is in the Ending tag."""
     r = game.record
     board = chess.Board()
     for uci in r.moves:
@@ -71,7 +73,7 @@ def pgn_game(game: PlayedGame, run_id: str) -> str:
             "White": game.name(r.white),
             "Black": game.name(r.black),
             "Result": r.result,
-            "Termination": "adjudication" if r.termination == "ply_cap" else "normal",
+            **pgn_tags(r.termination, r.judge_score),
             "Ending": r.termination,
             "PlyCount": str(r.plies),
             "GameId": game.game_id(run_id),

@@ -2,11 +2,14 @@
 
 One batched forward per token for all live games, with the key/value cache (chesscore.play.moves);
 finished games are dropped from the batch. A game ends by the rules of chess (checkmate,
-stalemate, threefold repetition, fifty-move rule, insufficient material) or at the ply cap,
-which is an adjudicated draw recorded as termination "ply_cap".
+stalemate, threefold repetition, fifty-move rule, insufficient material), by a Stockfish judge's
+resign or draw rule, or at the ply cap, where the judge's score of the final position decides
+(chesscore.play.adjudication; without adjudication the cap is a draw). Each process opens its
+own judge, so the games of a shard are the same wherever it is played.
 
     model, _ = load_model("data/train/best.pt")
     records, stats = play_games(model, None, SelfPlayConfig(games=64, seed=1))  # None: itself
+    play_games(model, None, SelfPlayConfig(adjudication=Adjudication(enabled=False)))  # no judge
 
 A GameRecord holds only plain Python values, so it pickles cheaply between processes.
 For many processes or machines see chesscore.selfplay.parallel.
@@ -14,19 +17,23 @@ For many processes or machines see chesscore.selfplay.parallel.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import chess
 
 from chesscore import ranges
 from chesscore.model import GPT
-from chesscore.play.endings import TERMINATIONS, termination
+from chesscore.play.adjudication import Adjudication, GameAdjudicator, Judge
+from chesscore.play.endings import TERMINATIONS, Ending, decided_by, termination
+from chesscore.play.engine import find_stockfish
 from chesscore.play.moves import ModelPlayer, Sampler, choose_moves, drop_finished
 from chesscore.tokens import State
 
 MODEL, OPPONENT = "model", "opponent"
+DECIDED = ("rules", "adjudication", "draw")  # chesscore.play.endings.decided_by
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,8 @@ class SelfPlayConfig:
     temperature: float = 1.0  # sampling temperature under the legal mask; 0 is greedy
     max_plies: int = 200  # ply cap: a game still running after this many plies is a draw
     seed: int = 0  # seeds the sampler; the same seed gives the same games
+    adjudication: Adjudication = field(default_factory=Adjudication)  # the judge and its rules
+    stockfish: str | None = None  # the judge's executable (None: find_stockfish()); not in any output
 
     def __post_init__(self) -> None:
         ranges.check(self, counts=("games", "max_plies"), whole=("seed",), non_negative=("temperature",))
@@ -54,6 +63,8 @@ class GameRecord:
     illegal_black: int
     seed: int  # the sampler seed of the batch it was played in
     index: int  # its place in that batch
+    judge_score: int | None = None  # the judge's deciding score (centipawns, White's view); None: the rules ended it
+    judged: int = 0  # positions the judge scored in this game
 
     @property
     def illegal_attempts(self) -> int:
@@ -72,20 +83,33 @@ def play_games(model: GPT, opponent: GPT | None, cfg: SelfPlayConfig) -> tuple[l
     """Play cfg.games games; against a separate opponent the model is white in even-numbered
     games and black in odd ones. Returns the records (in game order) and their stats."""
     started = time.perf_counter()
-    n = cfg.games
     max_len = 2 + 3 * cfg.max_plies  # BOS + moves + one scratch slot for inactive rows
     if max_len > model.config.block_size:
         raise ValueError(
             f"max_plies {cfg.max_plies} needs {max_len} positions; the model has {model.config.block_size}"
         )
     separate = opponent is not None and opponent is not model
+    with contextlib.ExitStack() as stack:
+        judge = None
+        if cfg.adjudication.enabled:
+            judge = stack.enter_context(Judge(cfg.stockfish or find_stockfish(), cfg.adjudication))
+        records = _play(model, opponent if separate else None, cfg, judge)
+    stats = summarise(records, time.perf_counter() - started)
+    stats["judge_seconds"] = judge.seconds if judge is not None else 0.0
+    return records, stats
+
+
+def _play(model: GPT, opponent: GPT | None, cfg: SelfPlayConfig, judge: Judge | None) -> list[GameRecord]:
+    n, max_len = cfg.games, 2 + 3 * cfg.max_plies
+    separate = opponent is not None
     players = [ModelPlayer(model, n, max_len)]
     if separate:
         players.append(ModelPlayer(opponent, n, max_len))
     model_is_white = [not separate or g % 2 == 0 for g in range(n)]
     states = [State.from_moves([]) for _ in range(n)]
     illegal = [[0, 0] for _ in range(n)]  # per game: white, black
-    ends: dict[int, tuple[str, str]] = {}
+    adjudicators = [GameAdjudicator(cfg.adjudication, judge) for _ in range(n)]
+    ends: dict[int, Ending] = {}
     sampler = Sampler(cfg.temperature, cfg.seed)
     live = list(range(n))  # the game held in each row of the players' batches
     while live:
@@ -94,7 +118,7 @@ def play_games(model: GPT, opponent: GPT | None, cfg: SelfPlayConfig) -> tuple[l
         _, flags = choose_moves([states[g] for g in live], players, movers, sampler)
         for g, white, flag in zip(live, white_to_move, flags):
             illegal[g][0 if white else 1] += flag
-            end = termination(states[g].board, states[g].legal_moves(), cfg.max_plies)
+            end = termination(states[g].board, states[g].legal_moves(), cfg.max_plies, adjudicators[g])
             if end is not None:
                 ends[g] = end
         live = drop_finished(live, ends, players)
@@ -114,9 +138,11 @@ def play_games(model: GPT, opponent: GPT | None, cfg: SelfPlayConfig) -> tuple[l
                 illegal_black=illegal[g][1],
                 seed=cfg.seed,
                 index=g,
+                judge_score=ends[g].judge_score,
+                judged=adjudicators[g].judged,
             )
         )
-    return records, summarise(records, time.perf_counter() - started)
+    return records
 
 
 def summarise(records: list[GameRecord], seconds: float) -> dict:
@@ -133,6 +159,8 @@ def summarise(records: list[GameRecord], seconds: float) -> dict:
         "draws": results["1/2-1/2"],
         "black_wins": results["0-1"],
         "terminations": {name: sum(r.termination == name for r in records) for name in TERMINATIONS},
+        "decided_by": {how: sum(decided_by(r.result, r.termination) == how for r in records) for how in DECIDED},
+        "judged_positions": sum(r.judged for r in records),
         "plies": {
             "total": sum(plies),
             "mean": sum(plies) / max(1, len(plies)),

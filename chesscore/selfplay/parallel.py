@@ -149,6 +149,9 @@ class SelfPlayPool:
         records = [record for shard in shards for record in results[shard.index][0]]
         stats = summarise(records, time.perf_counter() - started)
         stats.update(shards=len(shards), workers=self.workers, threads_per_worker=self.threads, backend=self.backend)
+        # Summed over the shards (so over workers): the judge's share of the time games took.
+        stats["shard_seconds"] = sum(results[shard.index][1]["seconds"] for shard in shards)
+        stats["judge_seconds"] = sum(results[shard.index][1].get("judge_seconds", 0.0) for shard in shards)
         return records, stats
 
     def _write_weights(self, model: GPT, opponent: GPT | None) -> tuple[str, str | None]:

@@ -5,8 +5,11 @@ rate against the frozen supervised model after each, a checkpoint with identity 
                            Execution(workers=2))
 
 Iteration k: play cfg.games games against the opponent (the model itself by default) in
-shards, update the model from its own moves (chesscore.selfplay.rl), then play cfg.eval_games games
-against the frozen supervised model and record W/D/L, score and Elo difference. After every
+shards, update the model from its own moves (chesscore.selfplay.rl), then (every eval_every
+iterations and after the last one asked for) play cfg.eval_games games against the frozen
+supervised model and record W/D/L, score and Elo difference. (So extending a finished run adds
+iterations after one that was evaluated as the last: the only difference from a run asked for
+all of them at once, whose weights and games are the same.) After every
 iteration out/rl.pt is written: the model, the optimizer, the history and every game so far
 (as canonical JSON text), plus the identity (checkpoint played from, config, code, tokenizer). A rerun resumes from it
 when its identity matches, as training does; `iterations` is not part of the identity, so a
@@ -19,21 +22,22 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
 from chesscore import checkpoint, ranges, tokens
 from chesscore.fileio import atomic_write_json, atomic_write_text, canonical_json, code_sha256, sha256_file, sha256_json
 from chesscore.model import GPT
+from chesscore.play.adjudication import Adjudication
 from chesscore.play.arena import derive_seed
 from chesscore.play.elo import elo_difference
 from chesscore.selfplay.export import PlayedGame, write_games
 from chesscore.selfplay.games import GameRecord, SelfPlayConfig, summarise
 from chesscore.selfplay.parallel import SelfPlayPool
-from chesscore.selfplay.rl import PGConfig, policy_gradient_step
+from chesscore.selfplay.rl import REWARDS, PGConfig, make_reward, policy_gradient_step
 from chesscore.train.config import identity_diff
 from chesscore.train.state import ResumeRefused, check_identity
 
@@ -42,10 +46,25 @@ STATS = "stats.json"
 PLOT = "plots/iterations.csv"  # a DVC plot
 LIBRARY = Path(__file__).resolve().parents[1]  # chesscore/
 # The code the games and the update depend on (folders: every file in them).
-CODE = (LIBRARY / "tokens.py", LIBRARY / "model.py", LIBRARY / "play", LIBRARY / "selfplay")
+CODE = (
+    LIBRARY / "tokens.py",
+    LIBRARY / "model.py",
+    LIBRARY / "boards.py",
+    LIBRARY / "features.py",
+    LIBRARY / "play",
+    LIBRARY / "selfplay",
+)
 # How fast and where the games were played: kept out of the checkpoint, whose bytes must not
 # depend on the machine or the worker count.
-MACHINE_KEYS = ("seconds", "moves_per_second", "workers", "threads_per_worker", "backend")
+MACHINE_KEYS = (
+    "seconds",
+    "moves_per_second",
+    "workers",
+    "threads_per_worker",
+    "backend",
+    "shard_seconds",
+    "judge_seconds",
+)
 
 
 @dataclass(frozen=True)
@@ -54,24 +73,36 @@ class RunConfig:
     games: int = 64  # self-play games per iteration
     opponent: str = "self"  # "self", or the path of a checkpoint the model plays against
     temperature: float = 1.0  # sampling temperature of the self-play games (and of the policy)
-    max_plies: int = 150  # ply cap: an adjudicated draw
+    max_plies: int = 150  # ply cap: the judge's score of the final position decides (a draw without one)
     shard_games: int = 32  # games per shard (one seed each); the output depends on it
     lr: float = 1e-5  # AdamW, no weight decay: the KL term keeps the weights near the reference
     kl_coef: float = 0.1  # weight of KL(policy || supervised) per move
     batch_games: int = 16  # sides per forward/backward of the update
     grad_clip: float = 1.0  # max global gradient norm of an update
-    eval_games: int = 32  # games against the frozen supervised model after each update (0: none)
+    eval_games: int = 32  # games against the frozen supervised model after an update (0: none)
+    eval_every: int = 1  # evaluate after every k-th iteration, and after the last one of a run
     eval_temperature: float = 1.0  # > 0, or every evaluation game with one colour is the same
     seed: int = 0  # shard s of iteration i plays with a seed derived from it: the same seed, the same games
+    adjudication: Adjudication = field(default_factory=Adjudication)  # the judge and its rules (games and eval)
+    reward: Literal["outcome", "shaped"] = (
+        "outcome"  # outcome: win 1, draw 0, loss -1; shaped: a judged draw earns its score
+    )
+    reward_scale_cp: float = 400.0  # shaped: centipawns at which a draw earns 2/(1+10^-1) - 1 = 0.82
 
     def __post_init__(self) -> None:
         ranges.check(
             self,
-            counts=("games", "shard_games", "max_plies", "batch_games"),
+            counts=("games", "shard_games", "max_plies", "batch_games", "eval_every"),
             whole=("iterations", "eval_games", "seed"),
-            positive=("lr", "grad_clip", "temperature"),  # the policy gradient needs a temperature > 0
+            positive=(
+                "lr",
+                "grad_clip",
+                "temperature",
+                "reward_scale_cp",
+            ),  # the policy gradient needs a temperature > 0
             non_negative=("kl_coef",),
         )
+        ranges.one_of("reward", self.reward, REWARDS)
         if self.eval_games:  # else every evaluation game with one colour is the same game
             ranges.above("eval_temperature", self.eval_temperature, 0)
 
@@ -88,6 +119,7 @@ class Execution:
     backend: str = "process"  # or "ray"
     device: str = "cpu"  # of the update, and of the games when workers == 0 (workers play on CPU)
     progress: bool = False
+    stockfish: str | None = None  # the judge's executable (None: find_stockfish() in each worker)
 
 
 def run_identity(cfg: RunConfig, checkpoint_path: Path, supervised: dict[str, Any]) -> dict[str, Any]:
@@ -188,7 +220,9 @@ def run_selfplay(
         ) as pool:
             pool.pids()  # wait for the workers to start, so the first iteration's moves/s is honest
             for k in range(len(history), cfg.iterations):
-                entry, records, timings[k] = _iteration(k, pool, model, reference, opponent, optimizer, cfg)
+                entry, records, timings[k] = _iteration(
+                    k, pool, model, reference, opponent, optimizer, cfg, execution.stockfish
+                )
                 history.append(entry)
                 games.append([{**asdict(r), "moves": list(r.moves)} for r in records])
                 payload = checkpoint.model_payload(
@@ -221,6 +255,10 @@ def run_selfplay(
         dataset_splits=manifest["splits"],
         win_rate_vs_reference=last.get("win_rate"),
         score_vs_reference=last.get("score"),
+        vs_supervised=last or None,
+        reward=cfg.reward,
+        nonzero_reward_share=_nonzero_share(history),
+        judge=_judge_facts(cfg.adjudication, stats["judged_positions"], timings),
         per_iteration=history,
         timings=timings,
         execution=asdict(execution),
@@ -229,6 +267,26 @@ def run_selfplay(
     atomic_write_json(out / STATS, stats)
     atomic_write_text(out / PLOT, _plot_csv(history))
     return stats
+
+
+def _nonzero_share(history: list[dict]) -> float | None:
+    """The share of the model's sides (over every iteration) whose reward was not zero."""
+    sides = sum(entry["update"]["sides"] for entry in history)
+    nonzero = sum(entry["update"]["nonzero_reward_share"] * entry["update"]["sides"] for entry in history)
+    return nonzero / sides if sides else None
+
+
+def _judge_facts(rules: Adjudication, positions: int, timings: dict[int, dict]) -> dict[str, Any]:
+    """What the judge did in the self-play games (positions) and this call's time in it, as a
+    share of the time the workers spent playing (games and evaluation, summed over workers)."""
+    seconds = sum(t["judge_seconds"] for t in timings.values())
+    playing = sum(t["shard_seconds"] for t in timings.values())
+    return {
+        "rules": rules.describe(),
+        "positions": positions,
+        "seconds": seconds,
+        "share_of_play": seconds / playing if playing else None,
+    }
 
 
 def _plot_csv(history: list[dict]) -> str:
@@ -253,27 +311,44 @@ def _iteration(
     opponent: GPT | None,
     optimizer: torch.optim.Optimizer,
     cfg: RunConfig,
+    stockfish: str | None = None,
 ) -> tuple[dict, list[GameRecord], dict]:
     """Play, update, evaluate: the history entry (no timings), the games, the timings."""
     play = SelfPlayConfig(
-        games=cfg.games, temperature=cfg.temperature, max_plies=cfg.max_plies, seed=derive_seed(cfg.seed, "play", k)
+        games=cfg.games,
+        temperature=cfg.temperature,
+        max_plies=cfg.max_plies,
+        seed=derive_seed(cfg.seed, "play", k),
+        adjudication=cfg.adjudication,
+        stockfish=stockfish,
     )
     records, stats = pool.play(model, opponent, play, cfg.shard_games)
     pg = PGConfig(
         temperature=cfg.temperature, kl_coef=cfg.kl_coef, batch_games=cfg.batch_games, grad_clip=cfg.grad_clip
     )
-    update = policy_gradient_step(model, reference, optimizer, records, pg)
+    update = policy_gradient_step(
+        model, reference, optimizer, records, pg, make_reward(cfg.reward, cfg.reward_scale_cp)
+    )
     entry = {"iteration": k, "play": {key: v for key, v in stats.items() if key not in MACHINE_KEYS}, "update": update}
-    if cfg.eval_games:
-        evaluation = replace(
-            play, games=cfg.eval_games, temperature=cfg.eval_temperature, seed=derive_seed(cfg.seed, "eval", k)
-        )
-        entry["vs_reference"] = _versus(pool.play(model, reference, evaluation, cfg.shard_games)[1])
     timing = {
         "play_seconds": stats["seconds"],
         "plies": stats["plies"]["total"],
         "moves_per_second": stats["moves_per_second"],
+        "shard_seconds": stats["shard_seconds"],
+        "judge_seconds": stats["judge_seconds"],
     }
+    if cfg.eval_games and ((k + 1) % cfg.eval_every == 0 or k + 1 == cfg.iterations):
+        evaluation = replace(
+            play, games=cfg.eval_games, temperature=cfg.eval_temperature, seed=derive_seed(cfg.seed, "eval", k)
+        )
+        eval_stats = pool.play(model, reference, evaluation, cfg.shard_games)[1]
+        entry["vs_reference"] = {
+            **_versus(eval_stats),
+            "decided_by": eval_stats["decided_by"],
+            "terminations": {name: n for name, n in eval_stats["terminations"].items() if n},
+        }
+        timing["shard_seconds"] += eval_stats["shard_seconds"]
+        timing["judge_seconds"] += eval_stats["judge_seconds"]
     return entry, records, timing
 
 

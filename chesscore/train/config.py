@@ -29,7 +29,13 @@ from chesscore.train.optim import OptimConfig
 LIBRARY = Path(__file__).resolve().parents[1]  # chesscore/
 # The code a training trajectory depends on: this package and the model it trains (folders are
 # hashed file by file); the stage adds its own file.
-TRAINING_CODE = (LIBRARY / "train", LIBRARY / "model.py", LIBRARY / "checkpoint.py")
+TRAINING_CODE = (
+    LIBRARY / "train",
+    LIBRARY / "model.py",
+    LIBRARY / "boards.py",
+    LIBRARY / "features.py",
+    LIBRARY / "checkpoint.py",
+)
 DEVICES = ("auto", "cpu", "cuda")  # chesscore.train.distributed picks the CUDA device of each rank
 
 

@@ -1,7 +1,7 @@
 """Probe mode: how fast one training step is, and how much memory it takes, for a list of
 microbatch sizes on the longest training game. The weights are thrown away.
 
-    python -m stages.train --mode probe --config baseline --probe-micro 8,16,32,64
+    python -m stages.train --mode probe --model baseline --probe-micro 8 16 32 64
 
 For each microbatch size (per rank): one warm-up step, then `repeats` timed steps of
 forward, backward, clipping and AdamW on `micro` copies of the longest game. Reports step

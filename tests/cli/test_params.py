@@ -69,7 +69,11 @@ def test_every_setting_says_what_it_does(stage):
         ("arena", "stockfish: {nodse: 5}", "arena.stockfish.nodse: unknown key (did you mean `nodes`?)"),
         ("selfplay", "backend: rey", "selfplay.backend: expected one of process, ray, got 'rey' (did you mean ray?)"),
         ("evaluate", "threads: 0", "evaluate.threads: must be >= 1, got 0"),
-        ("convert", "train: 0.5", "convert: train, validation, test: the split fractions (0.5, 0.05, 0.05) must sum to 1"),
+        (
+            "convert",
+            "train: 0.5",
+            "convert: train, validation, test: the split fractions (0.5, 0.05, 0.05) must sum to 1",
+        ),
     ],
 )
 def test_a_wrong_params_section_is_refused_before_any_work(tmp_path, stage, section, message):

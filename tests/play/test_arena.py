@@ -15,12 +15,16 @@ import torch
 
 from chesscore import checkpoint, failures
 from chesscore.model import CONFIGS, GPT
+from chesscore.play.adjudication import Adjudication
 from chesscore.play import engine
 from chesscore.play.arena import OPENINGS, ArenaConfig, Opponent, pgn_text, play_match, summarise
 from chesscore.play.engine import Stockfish, StockfishLevel, StockfishMissing, find_stockfish, pick_handicapped
 from chesscore.play.moves import play_mask
 from chesscore.tokens import State, encode_game
 from tests.tiny_models import trained_tiny
+
+# Pairing, legality and batching need no judge (test_arena_adjudication.py judges): the ply cap is a draw.
+NO_JUDGE = Adjudication(enabled=False)
 
 ROOT = Path(__file__).resolve().parents[2]
 BOOK = dict(OPENINGS)
@@ -45,9 +49,11 @@ def _check_game(game, max_plies: int) -> None:
     assert " ".join(game.moves).startswith(BOOK[game.opening])
     if game.termination == "checkmate":
         assert board.is_checkmate() and game.result == ("0-1" if board.turn == chess.WHITE else "1-0")
+    elif game.termination in ("resign_rule", "ply_cap") and game.result != "1/2-1/2":  # the judge decided
+        assert not board.is_game_over(claim_draw=True)
     else:
         assert game.result == "1/2-1/2"
-        assert game.termination != "ply_cap" or len(game.moves) == max_plies
+    assert game.termination != "ply_cap" or len(game.moves) == max_plies
     opening_plies = len(BOOK[game.opening].split())
     model_turns = [ply for ply in range(opening_plies, len(game.moves)) if (ply % 2 == 0) == game.model_white]
     assert game.model_moves == len(model_turns)
@@ -55,7 +61,9 @@ def _check_game(game, max_plies: int) -> None:
 
 @pytest.mark.slow
 def test_random_match_is_legal_paired_alternating_and_reproducible(model):
-    config = ArenaConfig(games=6, max_plies=80, seed=3, concurrency=4)  # two batches: 4 + 2 games
+    config = ArenaConfig(
+        games=6, max_plies=80, seed=3, concurrency=4, adjudication=NO_JUDGE
+    )  # two batches: 4 + 2 games
     games = play_match(model, Opponent.random(), config)
     assert games == play_match(model, Opponent.random(), config)
     assert [g.moves for g in play_match(model, Opponent.random(), replace(config, seed=4))] != [g.moves for g in games]
@@ -74,7 +82,7 @@ def test_random_match_is_legal_paired_alternating_and_reproducible(model):
 
 @torch.no_grad()
 def test_illegal_attempts_are_the_models_own_unmasked_choices(model):
-    games = play_match(model, Opponent.random(), ArenaConfig(games=4, max_plies=60, seed=1))
+    games = play_match(model, Opponent.random(), ArenaConfig(games=4, max_plies=60, seed=1, adjudication=NO_JUDGE))
     total = 0
     for game in games:
         logits = model(torch.tensor([encode_game(game.moves)[:-1]]))[0]
@@ -100,14 +108,15 @@ def test_stockfish_beats_a_tiny_model_and_anchors_an_upper_bound(model, stockfis
     games = play_match(model, opponent, ArenaConfig(games=4, max_plies=200), stockfish)
     for game in games:
         _check_game(game, 200)
-        assert game.model_score == 0.0 and game.termination == "checkmate"
+        assert game.model_score == 0.0 and game.termination in ("checkmate", "resign_rule")  # mated, or judged lost
         assert game.stockfish_min_depth >= 1
     summary = summarise([(opponent, games)])
     row = summary["opponents"][0]
     assert (row["wins"], row["draws"], row["losses"]) == (0, 0, 4) and row["elo"] is None and row["high"] < 0
     assert summary["rating"]["rating"] is None and summary["rating"]["high"] < level.anchor
     parsed = chess.pgn.read_game(io.StringIO(pgn_text([(opponent, games)], "tiny")))
-    assert parsed.headers["BlackElo"] == "1347" and parsed.headers["Termination"] == "normal"
+    assert parsed.headers["BlackElo"] == "1347"
+    assert parsed.headers["Termination"] == ("normal" if games[0].termination == "checkmate" else "adjudication")
 
 
 def test_the_handicap_pick_follows_stockfish_formula():
@@ -154,7 +163,9 @@ def test_another_checkpoint_plays_its_side_in_the_same_batches(model):
     torch.manual_seed(1)
     untrained = GPT(CONFIGS["tiny"]).eval()
     games = play_match(
-        model, Opponent.checkpoint("untrained", untrained, "untrained tiny"), ArenaConfig(games=4, max_plies=40, seed=2)
+        model,
+        Opponent.checkpoint("untrained", untrained, "untrained tiny"),
+        ArenaConfig(games=4, max_plies=40, seed=2, adjudication=NO_JUDGE),
     )
     for game in games:
         _check_game(game, 40)

@@ -7,9 +7,12 @@ import pytest
 import torch
 
 from chesscore.model import CONFIGS, GPT, GPTConfig
+from chesscore.play.adjudication import Adjudication
 from chesscore.play.moves import ModelPlayer, Sampler, choose_moves, play_mask
 from chesscore.selfplay.games import MODEL, OPPONENT, GameRecord, SelfPlayConfig, play_games, termination
-from chesscore.tokens import State, encode_game
+from chesscore.tokens import State, encode_game, encode_move
+
+OFF = Adjudication(enabled=False)
 
 
 def _model(seed: int) -> GPT:
@@ -18,7 +21,8 @@ def _model(seed: int) -> GPT:
 
 
 def _end(board: chess.Board, max_plies: int = 1000):
-    return termination(board, list(board.legal_moves), max_plies)
+    end = termination(board, list(board.legal_moves), max_plies)
+    return None if end is None else end[:2]
 
 
 def _board(moves: str) -> chess.Board:
@@ -60,14 +64,14 @@ def _replay(record: GameRecord, max_plies: int) -> chess.Board:
 
 
 def test_records_are_legal_complete_games_in_plain_values():
-    records, stats = play_games(_model(0), None, SelfPlayConfig(games=24, max_plies=120, seed=4))
+    records, stats = play_games(_model(0), None, SelfPlayConfig(games=24, max_plies=120, seed=4, adjudication=OFF))
     assert [r.index for r in records] == list(range(24))
     for record in records:
         board = _replay(record, 120)
         assert record.plies == len(record.moves) <= 120
-        assert (record.result, record.termination) == termination(board, list(board.legal_moves), 120)
+        assert (record.result, record.termination) == _end(board, 120)
         for name, value in asdict(record).items():  # plain values only: cheap, safe to pickle
-            assert type(value) in (str, int, tuple), name
+            assert type(value) in (str, int, tuple) or (name == "judge_score" and value is None), name
             assert all(type(v) is str for v in value) if type(value) is tuple else True
         assert record.white == record.black == MODEL
         assert 0 <= record.illegal_white <= (record.plies + 1) // 2
@@ -80,10 +84,34 @@ def test_records_are_legal_complete_games_in_plain_values():
     assert stats["moves_per_second"] > 0 and "model" not in stats
 
 
-def test_the_ply_cap_is_an_adjudicated_draw():
-    records, stats = play_games(_model(0), None, SelfPlayConfig(games=6, max_plies=7, seed=0))
+def test_without_a_judge_the_ply_cap_is_a_draw():
+    records, stats = play_games(_model(0), None, SelfPlayConfig(games=6, max_plies=7, seed=0, adjudication=OFF))
     assert all(r.plies == 7 and r.result == "1/2-1/2" and r.termination == "ply_cap" for r in records)
-    assert stats["terminations"]["ply_cap"] == stats["draws"] == 6
+    assert stats["terminations"]["ply_cap"] == stats["draws"] == 6 == stats["decided_by"]["draw"]
+    assert stats["judged_positions"] == 0 and stats["judge_seconds"] == 0.0
+
+
+def test_the_judge_ends_games_by_its_rules_and_decides_at_the_cap(stockfish):
+    rules = Adjudication(every_plies=3, judge_nodes=500)
+    cfg = SelfPlayConfig(games=12, max_plies=100, seed=1, adjudication=rules, stockfish=stockfish)
+    records, stats = play_games(_model(0), None, cfg)
+    assert records == play_games(_model(0), None, cfg)[0]  # the judge's verdicts repeat
+    kinds = {r.termination for r in records}
+    assert "resign_rule" in kinds  # two random players: someone falls a piece behind
+    for record in records:
+        board = _replay(record, 100)
+        if record.termination == "resign_rule":
+            assert abs(record.judge_score) >= rules.resign_score_cp and record.plies % 3 == 0
+            assert record.result == ("1-0" if record.judge_score > 0 else "0-1")
+        elif record.termination == "ply_cap":
+            assert record.plies == 100 and record.judge_score is not None
+            ahead = abs(record.judge_score) >= rules.cap_score_cp
+            assert record.result == (("1-0" if record.judge_score > 0 else "0-1") if ahead else "1/2-1/2")
+        else:
+            assert record.judge_score is None and (record.result, record.termination) == _end(board, 100)
+        assert 0 < record.judged <= record.plies // 3 + 1
+    assert stats["judged_positions"] == sum(r.judged for r in records) and stats["judge_seconds"] > 0
+    assert sum(stats["decided_by"].values()) == 12 and stats["decided_by"]["adjudication"] > 0
 
 
 def test_same_seed_same_games_other_seed_other_games():
@@ -95,16 +123,20 @@ def test_same_seed_same_games_other_seed_other_games():
 
 
 @torch.no_grad()
-def _greedy_move(model: GPT, moves: tuple[str, ...]) -> str:
-    """The move a model picks at temperature 0, by full forwards without a cache."""
-    state = State.from_moves(moves)
-    tokens = encode_game(moves)[:-1]
-    for _ in range(3):
-        logits = model(torch.tensor([tokens]))[0, -1]
-        token = int(logits.masked_fill(~torch.tensor(play_mask(state)), float("-inf")).argmax())
-        state.feed(token)
-        tokens.append(token)
-    return state.board.peek().uci()
+def _best_move(model: GPT, moves: tuple[str, ...]) -> str:
+    """The move a model plays at temperature 0, its most likely legal move, every legal move
+    scored by full forwards without a cache."""
+    prefix, best, best_lp = encode_game(moves)[:-1], None, -float("inf")
+    for move in State.from_moves(moves).legal_moves():
+        state, tokens, lp = State.from_moves(moves), list(encode_move(move)), 0.0
+        for i, token in enumerate(tokens):
+            logits = model(torch.tensor([prefix + tokens[:i]]))[0, -1]
+            masked = logits.masked_fill(~torch.tensor(play_mask(state)), float("-inf"))
+            lp += float(torch.log_softmax(masked, -1)[token])
+            state.feed(token)
+        if lp > best_lp:
+            best, best_lp = move.uci(), lp
+    return best
 
 
 def test_against_an_opponent_each_side_plays_its_own_moves_and_colours_alternate():
@@ -114,7 +146,7 @@ def test_against_an_opponent_each_side_plays_its_own_moves_and_colours_alternate
     for record in records:
         for ply, uci in enumerate(record.moves):
             side = record.white if ply % 2 == 0 else record.black
-            assert uci == _greedy_move(model if side == MODEL else opponent, record.moves[:ply])
+            assert uci == _best_move(model if side == MODEL else opponent, record.moves[:ply])
     assert records[0].moves != records[1].moves
     model_stats = stats["model"]
     assert model_stats["wins"] + model_stats["draws"] + model_stats["losses"] == 4

@@ -9,18 +9,24 @@ import pytest
 import torch
 
 from chesscore.model import CONFIGS, GPT
+from chesscore.play.adjudication import Adjudication
 from chesscore.play.moves import play_mask
-from chesscore.selfplay.games import SelfPlayConfig, play_games
+from chesscore.selfplay.games import GameRecord, SelfPlayConfig, play_games
 from chesscore.selfplay.rl import (
     PGConfig,
     _masked_log_probs,
     game_batch,
     kl_to_reference,
+    make_reward,
     model_colours,
+    outcome_reward,
     policy_gradient_step,
+    shaped_reward,
     token_log_probs,
 )
 from chesscore.tokens import BOS, State, encode_game
+
+OFF = Adjudication(enabled=False)  # these games need no judge: their rewards are set by hand
 
 
 def _model(seed: int) -> GPT:
@@ -44,8 +50,10 @@ def _log_prob_by_hand(model: GPT, moves: tuple[str, ...], white: bool, temperatu
 
 def test_log_probs_are_those_of_the_policy_that_played():
     model, opponent = _model(0), _model(1)
-    records, _ = play_games(model, opponent, SelfPlayConfig(games=3, max_plies=9, seed=2, temperature=1.3))
-    itself, _ = play_games(model, None, SelfPlayConfig(games=1, max_plies=8, seed=2, temperature=1.3))
+    records, _ = play_games(
+        model, opponent, SelfPlayConfig(games=3, max_plies=9, seed=2, temperature=1.3, adjudication=OFF)
+    )
+    itself, _ = play_games(model, None, SelfPlayConfig(games=1, max_plies=8, seed=2, temperature=1.3, adjudication=OFF))
     records += itself  # a self-play game: both colours in one row
     assert [model_colours(r) for r in records] == [[True], [False], [True], [True, False]]
     batch = game_batch(records, model.config.vocab_size)
@@ -61,7 +69,7 @@ def test_log_probs_are_those_of_the_policy_that_played():
 
 def test_kl_is_zero_against_itself_positive_against_another_and_never_nan():
     model = _model(0)
-    records, _ = play_games(model, None, SelfPlayConfig(games=4, max_plies=12, seed=1))
+    records, _ = play_games(model, None, SelfPlayConfig(games=4, max_plies=12, seed=1, adjudication=OFF))
     batch = game_batch(records, model.config.vocab_size)
     _, log_probs = token_log_probs(model, batch, 1.0)
     same = kl_to_reference(log_probs, _masked_log_probs(model, batch, 1.0).detach(), batch)
@@ -75,7 +83,7 @@ def test_kl_is_zero_against_itself_positive_against_another_and_never_nan():
 def test_the_baseline_cancels_a_reward_every_game_shares():
     model = _model(0)
     before = copy.deepcopy(model.state_dict())
-    records, _ = play_games(model, None, SelfPlayConfig(games=6, max_plies=10, seed=3))
+    records, _ = play_games(model, None, SelfPlayConfig(games=6, max_plies=10, seed=3, adjudication=OFF))
     optimizer = torch.optim.AdamW(model.parameters(), lr=0.1, weight_decay=0.0)
     metrics = policy_gradient_step(
         model, _model(0), optimizer, records, PGConfig(kl_coef=0.0), reward=lambda record, white: 1.0
@@ -106,7 +114,7 @@ def _train_on_toy(kl_coef: float, iterations: int = 6) -> tuple[float, float, fl
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
     start = _first_move_sources(model)
     for iteration in range(iterations):
-        records, _ = play_games(model, None, SelfPlayConfig(games=64, max_plies=1, seed=iteration))
+        records, _ = play_games(model, None, SelfPlayConfig(games=64, max_plies=1, seed=iteration, adjudication=OFF))
         before = _first_move_sources(model)
         metrics = policy_gradient_step(
             model, reference, optimizer, records, PGConfig(kl_coef=kl_coef), reward=_knight_reward
@@ -130,7 +138,30 @@ def test_an_update_raises_the_expected_toy_reward_and_the_kl_penalty_holds_it_ba
 
 
 def test_no_model_moves_is_an_error_not_a_silent_no_op():
-    records, _ = play_games(_model(0), _model(1), SelfPlayConfig(games=2, max_plies=1))
+    records, _ = play_games(_model(0), _model(1), SelfPlayConfig(games=2, max_plies=1, adjudication=OFF))
     black_only = [r for r in records if r.black == "model"]
     with pytest.raises(ValueError, match="nothing to learn from"):
         policy_gradient_step(_model(0), _model(0), torch.optim.AdamW(_model(0).parameters()), black_only, PGConfig())
+
+
+def _record(result: str, termination: str, judge_score: int | None) -> GameRecord:
+    return GameRecord(("e2e4", "e7e5"), result, termination, 2, "model", "model", 0, 0, 0, 0, judge_score)
+
+
+def test_rewards_follow_the_verdicts_and_the_shaped_one_the_judges_score():
+    shaped = shaped_reward(400.0)
+    won = _record("1-0", "resign_rule", 650)
+    assert outcome_reward(won, True) == shaped(won, True) == 1.0 and shaped(won, False) == -1.0
+    capped = _record("1/2-1/2", "ply_cap", 250)  # a draw at the cap, White 2.5 pawns up
+    expected = 2 / (1 + 10 ** (-250 / 400)) - 1
+    assert outcome_reward(capped, True) == 0.0
+    assert shaped(capped, True) == pytest.approx(expected) and shaped(capped, False) == pytest.approx(-expected)
+    assert shaped(_record("1/2-1/2", "threefold_repetition", None), True) == 0.0  # no judge saw it
+    assert make_reward("outcome", 400.0) is outcome_reward
+    with pytest.raises(ValueError, match="not one of"):
+        make_reward("material", 400.0)
+    model = _model(0)
+    records = [won, capped, _record("1/2-1/2", "stalemate", None)]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    metrics = policy_gradient_step(model, _model(0), optimizer, records, PGConfig(), reward=shaped)
+    assert metrics["sides"] == 6 and metrics["nonzero_reward_share"] == pytest.approx(4 / 6)

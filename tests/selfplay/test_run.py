@@ -7,7 +7,7 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import chess.pgn
@@ -58,7 +58,7 @@ def in_process(start, tmp_path_factory):
 @pytest.mark.slow
 def test_the_stage_cli_writes_the_same_bytes_over_two_workers(start, in_process, tmp_path):
     params = tmp_path / "params.yaml"
-    values = {k: v for k, v in vars(CFG).items() if k not in ("games", "iterations")}
+    values = {k: v for k, v in asdict(CFG).items() if k not in ("games", "iterations")}
     params.write_text("selfplay:\n" + "".join(f"  {k}: {json.dumps(v)}\n" for k, v in values.items()))
     out = tmp_path / "out"
     done = subprocess.run(
@@ -104,6 +104,14 @@ def test_outputs_account_for_every_game_and_the_model_moved(start, in_process, t
         assert versus["win_rate"] == versus["wins"] / CFG.eval_games
     assert stats["games"] == stats["white_wins"] + stats["draws"] + stats["black_wins"] == 16
     assert 0 < stats["illegal_attempt_rate"] <= 1 and stats["plies"]["total"] > 0
+    # The judge's verdicts: every game has an ending, a share of the sides earned a reward.
+    assert sum(stats["terminations"].values()) == sum(stats["decided_by"].values()) == 16
+    assert stats["decided_by"]["draw"] == stats["draws"]
+    decisive_sides = 2 * (stats["white_wins"] + stats["black_wins"])  # self-play: both sides are the model's
+    assert stats["nonzero_reward_share"] == decisive_sides / 32 and stats["reward"] == "outcome"
+    assert stats["judge"]["positions"] == stats["judged_positions"] > 0 and 0 < stats["judge"]["share_of_play"] < 1
+    assert stats["vs_supervised"] == history[-1]["vs_reference"]
+    assert sum(stats["vs_supervised"]["decided_by"].values()) == CFG.eval_games
     on_disk = json.loads((out / "stats.json").read_text())
     assert on_disk["games"] == 16 and on_disk["dataset_fingerprint"] == stats["dataset_fingerprint"]
     plot = list(csv.DictReader(io.StringIO((out / "plots" / "iterations.csv").read_text())))
@@ -123,6 +131,9 @@ def test_outputs_account_for_every_game_and_the_model_moved(start, in_process, t
         assert [m.uci() for m in decode_game(tokens)] == [m.uci() for m in game.mainline_moves()]
         assert (game.headers["Result"], game.headers["GameId"]) == (meta["result"], meta["game_id"])
         assert len(game.errors) == 0 and meta["plies"] == len(list(game.mainline_moves()))
+        adjudicated = meta["termination"] in ("resign_rule", "draw_rule", "ply_cap")
+        assert game.headers["Termination"] == ("adjudication" if adjudicated else "normal")
+        assert ("JudgeScore" in game.headers) == adjudicated
 
     tables = dataset.load(out / "dataset", dataset.verify(out / "dataset"))  # as training opens it
     assert len(tables["train"]) + len(tables["validation"]) == 16 - manifest["splits"]["test"]["games"]
@@ -180,3 +191,16 @@ def test_a_missing_checkpoint_is_bad_input(tmp_path):
                 str(tmp_path / "out"),
             ]
         )
+
+
+def test_a_judge_without_stockfish_is_refused_with_the_install_command(start, tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "stages.selfplay", "--params", str(tmp_path / "none.yaml"), "--checkpoint", str(start)]
+        + ["--out", str(tmp_path / "out"), "--stockfish", str(tmp_path / "no-stockfish"), "--no-progress"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 78 and "sudo apt-get install stockfish" in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "out").exists()

@@ -1,0 +1,92 @@
+"""The model's most likely legal move, exactly, for many games at once: what temperature 0 plays.
+
+Picking the greedy source, then the greedy destination after it, is not the most likely move: a
+piece with many plausible moves collects source mass that no single move of it has. A move's
+probability is p(source) p(destination | source) p(promotion | both), each factor renormalised
+over the legal tokens; it is at most the probability of any prefix of it, so a best-first search
+over prefixes finds the exact maximum: expand the most likely open prefix (one branch forward for
+it: feed its tokens, read the logits, rewind the row) until the most likely node is a complete
+move (chesscore.eval.moves ranks moves the same way). A trained model needs one or two
+expansions; every round is one batched forward per player.
+
+    moves = best_moves([s.legal_moves() for s in states], players, movers)   # tokens of each game's move
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import chess
+import torch
+
+from chesscore.tokens import encode_move
+
+if TYPE_CHECKING:  # chesscore.play.moves imports this module
+    from chesscore.play.moves import ModelPlayer
+
+Move = tuple[int, int, int]
+
+
+def _log_softmax(logits: torch.Tensor, tokens: Sequence[int]) -> dict[int, float]:
+    index = torch.as_tensor(sorted(tokens), dtype=torch.long)
+    return dict(zip(index.tolist(), torch.log_softmax(logits.float().cpu()[index], dim=0).tolist()))
+
+
+def _children(prefix: tuple[int, ...], legal: list[Move]) -> set[int]:
+    """The tokens that continue `prefix` toward a legal move."""
+    return {move[len(prefix)] for move in legal if move[: len(prefix)] == prefix}
+
+
+def best_moves(
+    candidates: Sequence[Sequence[chess.Move] | None], players: Sequence[ModelPlayer], movers: Sequence[int]
+) -> list[Move | None]:
+    """Per game (None where its candidates are None), the tokens of the mover's most likely move
+    among its candidates (the legal moves, or a UCI `go searchmoves` subset). The players are
+    left as they were: same cache lengths, same logits."""
+    legal: dict[int, list[Move]] = {}
+    heaps: dict[int, list[tuple[float, tuple[int, ...]]]] = {}
+    for g, moves in enumerate(candidates):
+        if moves is None:
+            continue
+        legal[g] = [tuple(encode_move(move)) for move in moves]
+        sources = _log_softmax(players[movers[g]].logits[g], _children((), legal[g]))
+        heaps[g] = [(-lp, (source,)) for source, lp in sources.items()]
+        heapq.heapify(heaps[g])
+    chosen: dict[int, Move] = {}
+    while len(chosen) < len(heaps):
+        expand: dict[tuple[int, int], list[tuple[int, float, tuple[int, ...]]]] = {}
+        for g, heap in heaps.items():
+            if g in chosen:
+                continue
+            cost, prefix = heapq.heappop(heap)
+            if len(prefix) == 3:
+                chosen[g] = prefix
+                continue
+            options = _children(prefix, legal[g])
+            if len(prefix) == 2 and len(options) == 1:  # no promotion choice: the move is complete
+                heapq.heappush(heap, (cost, (*prefix, next(iter(options)))))
+                continue
+            expand.setdefault((movers[g], len(prefix)), []).append((g, -cost, prefix))
+        for (mover, length), rows in expand.items():
+            logits = _branch(players[mover], rows, length)
+            for g, lp, prefix in rows:
+                for token, step in _log_softmax(logits[g], _children(prefix, legal[g])).items():
+                    heapq.heappush(heaps[g], (-(lp + step), (*prefix, token)))
+    return [chosen.get(g) for g in range(len(candidates))]
+
+
+def _branch(player: ModelPlayer, rows: list[tuple[int, float, tuple[int, ...]]], length: int) -> torch.Tensor:
+    """The player's next-token logits after each row's prefix (`length` tokens), every row put
+    back where it was."""
+    tokens = torch.zeros((player.n_games, length), dtype=torch.long)
+    active = torch.zeros(player.n_games, dtype=torch.bool)
+    for g, _, prefix in rows:
+        tokens[g] = torch.tensor(prefix)
+        active[g] = True
+    lengths, logits = player.cache.lengths.clone(), player.logits.clone()
+    player.feed(tokens, active)
+    after = player.logits
+    player.cache.lengths, player.logits = lengths, logits
+    return after

@@ -1,0 +1,40 @@
+"""The learning-curve driver: every experiment sets every value, the small budgets skimp on
+self-play only, and the curve's figures come from the stages' reports."""
+
+from pathlib import Path
+
+from chesscore.pipeline import curve
+from chesscore.pipeline.profile import profile_values
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+def test_each_budget_sets_the_whole_profile_and_only_the_largest_plays_its_self_play(capsys):
+    values = profile_values("strength", PROJECT / "params.yaml")
+    small, large = curve.overrides(values, 500, largest=False), curve.overrides(values, 2500, largest=True)
+    assert set(values) <= set(small) and set(values) <= set(large)
+    assert small["train.max_updates"] == 500 and large["train.max_updates"] == 2500
+    assert small["selfplay.iterations"] == 1 and large["selfplay.iterations"] == values["selfplay.iterations"]
+    assert small["validate.raw"] == large["validate.raw"] == "runs/strength/raw"
+    curve.run("strength", [2000, 500], PROJECT / "unused.json", dry_run=True, params=PROJECT / "params.yaml")
+    commands = [line for line in capsys.readouterr().out.splitlines() if line.startswith("+ ")]
+    assert len(commands) == 2 and "-n strength-500" in commands[0] and "-n strength-2000" in commands[1]
+    assert "-S train.max_updates=500" in commands[0] and "-S selfplay.iterations=1" in commands[0]
+    assert "-S selfplay.iterations=1 " not in commands[1] + " "
+
+
+def test_a_point_reads_the_verdicts_from_the_reports():
+    versus = {"wins": 40, "draws": 4, "losses": 20, "score": 0.656, "elo": 112.0, "low": 30.0, "high": 200.0}
+    facts = {
+        "train": {"best_validation_nll": 1.7},
+        "evaluate": {"free_running": {"top1": 0.21, "move_legal": 0.6}},
+        "arena": {"opponents": {"sf": {"kind": "stockfish", "score": 0.0}, "rnd": {"kind": "random", **versus}}},
+        "selfplay": {"vs_supervised": {**versus, "wins": 150, "decided_by": {"rules": 1}}},
+    }
+    point = curve.point(facts)
+    assert point["top1"] == 0.21 and point["move_legal"] == 0.6 and point["best_validation_nll"] == 1.7
+    assert point["vs_random"]["wins"] == 40 and point["vs_random"]["low"] == 30.0
+    assert point["rl_vs_parent"]["wins"] == 150 and point["rl_vs_parent"]["decided_by"] == {"rules": 1}
+    text = curve.row({"budget_updates": 500, "cpu_seconds": 10.0, "wall_seconds": 5.0, **point})
+    assert "top-1 21.0%" in text and "vs random +40 =4 -20 score 0.656 Elo [+30, +200]" in text
+    assert curve.point({})["vs_random"] is None and curve.point({})["rl_vs_parent"] is None
