@@ -15,8 +15,8 @@ import torch
 
 from chesscore import checkpoint, failures
 from chesscore.model import CONFIGS, GPT
-from chesscore.play.adjudication import Adjudication
 from chesscore.play import engine
+from chesscore.play.adjudication import Adjudication
 from chesscore.play.arena import OPENINGS, ArenaConfig, Opponent, pgn_text, play_match, summarise
 from chesscore.play.engine import Stockfish, StockfishLevel, StockfishMissing, find_stockfish, pick_handicapped
 from chesscore.play.moves import play_mask
