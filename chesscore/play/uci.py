@@ -9,7 +9,13 @@ GUI adds to the previous position are fed incrementally (the key/value cache is 
 
 Options: Temperature (0 = the model's most likely move, 1 = sample its distribution), Seed
 (the sampler restarts from it at every `ucinewgame`), Threads (torch CPU threads, 1..512,
-default 1; a value outside is refused with an `info string`).
+default 1; a value outside is refused with an `info string`), MultiPV (1..256: `go` reports the
+N most likely moves as `info multipv` lines; the move played is unchanged), Debug (or the
+`debug on` command: an `info string` whenever the model's unmasked choice was illegal and the
+legal mask corrected it). Accepted for the GUIs and bots that set them (lichess-bot's stock
+config sets Hash and Move Overhead), with no effect: Hash (no search, no table), Move Overhead
+(a move takes milliseconds; the engine keeps no clock), Ponder (`go ponder` is answered at
+`ponderhit` or `stop` with the move computed at once).
 
 What the model cannot see is answered with an `info string` and a legal fallback move (a
 mate in one, else the most valuable capture, else a seeded random move): a FEN that is not
@@ -37,12 +43,19 @@ import torch
 from chesscore.checkpoint import CheckpointError, load_model
 from chesscore.failures import MARKER
 from chesscore.model import GPT
-from chesscore.play.best import best_moves
+from chesscore.play.best import best_moves, ranked_moves
 from chesscore.play.moves import ModelPlayer, Sampler
 from chesscore.tokens import TOKEN_PROMOTION, VOCAB_SIZE, encode_game, encode_move
 
 PIECE_VALUE = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9, chess.KING: 0}
 MAX_THREADS = 512  # advertised in `uci` and enforced by setoption (100000 threads segfaulted)
+MAX_MULTIPV = 256
+# (UCI declaration, what it does): accepted because GUIs and bots set them, with no effect here.
+NO_EFFECT = {
+    "hash": "option name Hash type spin default 16 min 1 max 1048576",
+    "move overhead": "option name Move Overhead type spin default 10 min 0 max 60000",
+    "ponder": "option name Ponder type check default false",
+}
 GO_INT_ARGS = {"wtime", "btime", "winc", "binc", "movestogo", "depth", "nodes", "mate", "movetime"}
 
 
@@ -67,6 +80,13 @@ def fallback_move(board: chess.Board, rng: random.Random) -> chess.Move | None:
 
         return max(captures, key=gain)
     return rng.choice(moves)
+
+
+def _check(value: str, name: str) -> bool:
+    """A UCI check option's value: true or false."""
+    if value.lower() not in ("true", "false"):
+        raise ValueError(f"{name} is a check option: true or false, got {value!r}")
+    return value.lower() == "true"
 
 
 def is_start_position(board: chess.Board) -> bool:
@@ -104,6 +124,8 @@ class UCIEngine:
         self.board: chess.Board | None = chess.Board()
         self.reachable = True
         self.pending: str | None = None  # bestmove held back during `go infinite` / `go ponder`
+        self.multipv, self.debug = 1, False
+        self.ranked: list[tuple[chess.Move, float]] = []  # the last `go`'s MultiPV moves
         self.new_game()
 
     def send(self, line: str) -> None:
@@ -143,13 +165,19 @@ class UCIEngine:
         self.send(f"option name Temperature type string default {self.temperature:g}")
         self.send(f"option name Seed type spin default {self.seed} min 0 max 2147483647")
         self.send(f"option name Threads type spin default {torch.get_num_threads()} min 1 max {MAX_THREADS}")
+        self.send(f"option name MultiPV type spin default 1 min 1 max {MAX_MULTIPV}")
+        self.send("option name Debug type check default false")
+        for declaration in NO_EFFECT.values():
+            self.send(declaration)
         self.send("uciok")
 
     def cmd_isready(self, args: list[str]) -> None:
         self.send("readyok")
 
     def cmd_debug(self, args: list[str]) -> None:
-        pass
+        if args[:1] not in (["on"], ["off"]):
+            raise ValueError("expected: debug on|off")
+        self.debug = args[0] == "on"
 
     def cmd_ucinewgame(self, args: list[str]) -> None:
         self.pending = None
@@ -173,6 +201,21 @@ class UCIEngine:
             if not 1 <= threads <= MAX_THREADS:  # past the advertised range OpenMP can crash the process
                 raise ValueError(f"Threads {value} is outside 1..{MAX_THREADS}")
             torch.set_num_threads(threads)
+        elif name == "multipv":
+            multipv = int(value)
+            if not 1 <= multipv <= MAX_MULTIPV:
+                raise ValueError(f"MultiPV {value} is outside 1..{MAX_MULTIPV}")
+            self.multipv = multipv
+            return  # reporting only: the game's sampler goes on
+        elif name == "debug":
+            self.debug = _check(value, "Debug")
+            return
+        elif name in NO_EFFECT:
+            if name == "ponder":  # a malformed value is still refused
+                _check(value, "Ponder")
+            else:
+                int(value)
+            return
         else:
             raise ValueError(f"no option named {name!r}")
         self.new_game()
@@ -230,7 +273,10 @@ class UCIEngine:
         move = self.choose(searchmoves)
         elapsed_ms = int((time.perf_counter() - started) * 1000)
         bestmove = f"bestmove {move.uci() if move else '0000'}"
-        if move is not None:
+        if self.ranked:
+            for rank, (ranked, _) in enumerate(self.ranked, 1):
+                self.send(f"info depth 1 seldepth 1 multipv {rank} nodes 1 time {elapsed_ms} pv {ranked.uci()}")
+        elif move is not None:
             self.send(f"info depth 1 seldepth 1 nodes 1 time {elapsed_ms} pv {move.uci()}")
         if waiting:
             self.pending = bestmove  # UCI: no bestmove before `stop` / `ponderhit`
@@ -250,7 +296,7 @@ class UCIEngine:
     # -- choosing a move ----------------------------------------------------------------------
 
     def choose(self, searchmoves: list[str]) -> chess.Move | None:
-        board = self.board
+        board, self.ranked = self.board, []
         if board is None:
             self.info("no valid position: send `position startpos` or a valid FEN first")
             return None
@@ -267,8 +313,11 @@ class UCIEngine:
             self.info(f"the game is longer than the model's context ({self.context_plies} plies): fallback move")
             return self._fallback(board, allowed)
         self._catch_up(board.move_stack)
+        if self.multipv > 1:
+            ranked = ranked_moves([allowed], [self.player], [0], self.multipv)[0]
+            self.ranked = [(chess.Move(s, d, TOKEN_PROMOTION[p]), lp) for (s, d, p), lp in ranked]
         move, illegal = self._model_move(allowed)
-        if illegal:
+        if illegal and self.debug:
             self.info("the model's unmasked choice was illegal; the legal mask corrected it")
         if move not in board.legal_moves:  # cannot happen under the mask; never send one anyway
             self.info(f"model move {move.uci()} is not legal here: fallback move")
