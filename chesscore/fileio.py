@@ -116,9 +116,14 @@ def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def json_text(obj: Any) -> str:
+    """Pretty JSON with sorted keys (byte-identical for equal objects): how every JSON output reads."""
+    return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
-    """Pretty JSON with sorted keys (byte-identical for equal objects), written atomically."""
-    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    """json_text(obj), written atomically."""
+    atomic_write_text(path, json_text(obj))
 
 
 def load_yaml(path: str | os.PathLike) -> Any:

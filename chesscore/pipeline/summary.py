@@ -134,13 +134,12 @@ def lines(facts: dict[str, Any]) -> list[tuple[str, str]]:
     if t is None:
         rows.append(("train", "not run yet"))
     else:
-        final = t.get("final") or {}
         rows.append(
             (
                 "train",
                 f"validation NLL {_num(t.get('initial_validation_nll'))} -> best "
                 f"{_num(t.get('best_validation_nll'))} at step {t.get('best_step')} "
-                f"({t.get('status')}); triple legality {_pct(final.get('triple_legality'))}",
+                f"({t.get('status')}); triple legality {_pct(t.get('triple_legality'))}",
             )
         )
     if e is None:
