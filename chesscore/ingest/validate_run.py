@@ -60,6 +60,38 @@ _INDEX_BITS = 40  # a dedup tag is (file number << 40) | game index
 MAX_BATCH_BYTES = 8 << 20
 
 
+class NoInput(failures.BadInput):
+    """No PGN file where the inputs were expected, or no game accepted from them."""
+
+
+def input_files(raw: list[Path]) -> list[Path]:
+    """The PGN files of `raw` (files, or folders of them); BadInput naming the place when a path is
+    missing or a folder holds none."""
+    try:
+        files = pgn_input.find_inputs(raw)
+    except FileNotFoundError as error:
+        raise failures.BadInput(str(error)) from None
+    if not files:
+        where = ", ".join(Path(path).as_posix() for path in raw)
+        raise NoInput(
+            f"{where}: no PGN file ({', '.join('*' + suffix for suffix in pgn_input.SUFFIXES)}) in it; "
+            "point validate.raw (or --raw) at Lichess PGN dumps"
+        )
+    return files
+
+
+def require_accepted(raw: list[Path], report: dict[str, Any], out: Path) -> None:
+    """NoInput when not one game was accepted: training on nothing is no result."""
+    if report["accepted"]:
+        return
+    where = ", ".join(Path(path).as_posix() for path in raw)
+    reasons = ", ".join(f"{reason} {n:,}" for reason, n in report["by_reason"].items()) or "no game found"
+    raise NoInput(
+        f"{where}: no game accepted of {report['games_seen']:,} seen ({reasons}); {out}/rejects.arrow "
+        "holds each reject with its reason: fix the input or loosen validate's filters in params.yaml"
+    )
+
+
 class AccountingError(RuntimeError):
     """Games seen != accepted + rejected for some input: nothing is written."""
 
@@ -75,7 +107,7 @@ def run_validate(
 ) -> dict[str, Any]:
     """Validate every input; return the report (out/report.json).
     progress(raw_bytes_read, games_seen) is called as the inputs are read."""
-    files = pgn_input.find_inputs(raw)
+    files = input_files(raw)
     inputs = [_describe(path) for path in files]
     out = Path(out)
     errors: list[dict[str, Any]] = []
