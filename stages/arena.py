@@ -7,7 +7,8 @@ Per opponent: W/D/L, score, Elo difference with its 95% interval, the share of g
 the rules, by adjudication and drawn, the raw model's illegal attempts; overall: a rating
 anchored on the Stockfish levels (CCRL 40/4 scale, see chesscore/play/elo.py). A Stockfish
 judge adjudicates the games (`arena.adjudication`, chesscore/play/adjudication.py). Writes
-OUT/arena.json (DVC metric), OUT/results.csv (a row per opponent), OUT/games.pgn, OUT/games.csv
+OUT/metrics.json (DVC metric: the rating and the score against the random mover), OUT/arena.json
+(everything), OUT/results.csv (a row per opponent), OUT/games.pgn, OUT/games.csv
 (a row per game), OUT/report.md and OUT/timing.json (the stage's and the judge's seconds).
 Stockfish comes from Debian's `stockfish` package; where it is missing the stage stops and says
 how to install it.
@@ -28,7 +29,7 @@ from chesscore.cli.outlock import hold_output
 from chesscore.cli.params import stage_settings
 from chesscore.cli.runner import run_stage
 from chesscore.config import flat
-from chesscore.fileio import atomic_write_json, atomic_write_text, csv_text, sha256_file
+from chesscore.fileio import atomic_write_json, atomic_write_text, csv_text, metrics_text, sha256_file
 from chesscore.model import pick_device
 from chesscore.play.adjudication import Judge
 from chesscore.play.arena import (
@@ -46,6 +47,7 @@ from chesscore.play.opponents import OpponentSpec, StockfishSearch, build_oppone
 from chesscore.progress import progress_bar
 
 TIMING = "timing.json"  # seconds of the stage and of its judge: they differ run to run
+METRICS = "metrics.json"  # the DVC metric: the anchored rating and the score against the random mover
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,15 @@ def _decided_text(counts: dict[str, int]) -> str:
     """The shares of games decided by the rules, by adjudication and drawn, as "25/50/25%"."""
     games = max(1, sum(counts.values()))
     return "/".join(f"{100 * counts[how] / games:.0f}" for how in ("rules", "adjudication", "draw")) + "%"
+
+
+def headline(summary: dict[str, Any]) -> dict[str, Any]:
+    """metrics.json: what people compare across experiments (arena.json holds the rest)."""
+    metrics = {"rating": (summary["rating"] or {}).get("rating")}
+    versus_random = [row["score"] for row in summary["opponents"] if row["kind"] == "random"]
+    if versus_random:
+        metrics["vs_random"] = versus_random[0]
+    return metrics
 
 
 def report_markdown(summary: dict[str, Any], checkpoint: str, config: ArenaConfig) -> str:
@@ -179,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     out = settings.out
     atomic_write_json(out / "arena.json", record)
+    atomic_write_text(out / METRICS, metrics_text(headline(summary)))
     atomic_write_text(out / "games.pgn", pgn_text(matches, checkpoint))
     game_table = game_rows(matches)
     atomic_write_text(out / "games.csv", csv_text(game_table, list(game_table[0])))
@@ -230,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         f"judge: {judge['rules']}; {judge['positions']:,} positions in {judge_seconds:.1f} s"
         f" ({timing['judge_share']:.0%} of the stage's {seconds:.1f} s)"
     )
-    print(f"outputs: {out}/arena.json, results.csv, games.pgn, games.csv, report.md, {TIMING}")
+    print(f"outputs: {out}/metrics.json, arena.json, results.csv, games.pgn, games.csv, report.md, {TIMING}")
     return 0
 
 

@@ -7,7 +7,8 @@
                                    reason, detail
     data/validated/inputs.json     the raw-input manifest: per file sha256, bytes, games seen, accepted,
                                    rejected by reason, and the validation params
-    data/validated/report.json     the counts (a DVC metric): by reason, by file, file-level errors
+    data/validated/report.json     the counts: by reason, by file, file-level errors
+    data/validated/metrics.json    the DVC metric: the games accepted
 
 The main process reads and splits the files; worker processes parse and judge batches of games;
 results are merged in input order and deduplicated there (first occurrence wins), so the output is
@@ -33,7 +34,7 @@ import pyarrow as pa
 from chesscore import failures
 from chesscore.children import die_with_parent
 from chesscore.data.shards import SCHEMA, RowWriter, filter_rows
-from chesscore.fileio import atomic_write_json, replace_dir, sha256_file, staging_dir
+from chesscore.fileio import atomic_write_json, atomic_write_text, metrics_text, replace_dir, sha256_file, staging_dir
 from chesscore.ingest.dedup import SeenKeys, repeated
 from chesscore.ingest.validate import BatchJob, BatchResult, ValidateConfig, rejected, validate_batch
 from chesscore.pgn import inputs as pgn_input
@@ -41,6 +42,7 @@ from chesscore.pgn.split import MAX_GAME_BYTES, split_games
 
 FORMAT = "chesscore-validated/1"
 GAMES, REJECTS, INPUTS, REPORT = "games.arrow", "rejects.arrow", "inputs.json", "report.json"
+METRICS = "metrics.json"  # the DVC metric: the games accepted (report.json holds every count)
 REJECT_SCHEMA = pa.schema(
     [
         ("source_path", pa.string()),
@@ -128,6 +130,7 @@ def run_validate(
         atomic_write_json(tmp / INPUTS, {"format": FORMAT, "params": asdict(config), "inputs": inputs})
         report = _report(inputs, errors)
         atomic_write_json(tmp / REPORT, report)
+        atomic_write_text(tmp / METRICS, metrics_text({"accepted": report["accepted"]}))
         replace_dir(tmp, out)
     return report
 
