@@ -14,7 +14,8 @@ import torch
 from chesscore import checkpoint
 from chesscore.model import CONFIGS, GPT, GPTConfig
 from chesscore.play.engine import Stockfish, StockfishLevel
-from chesscore.play.uci import UCIEngine, fallback_move
+from chesscore.play.fallback import fallback_move
+from chesscore.play.uci import UCIEngine
 from chesscore.tokens import encode_game
 
 ROOT = Path(__file__).resolve().parents[2]
