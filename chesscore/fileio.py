@@ -173,9 +173,13 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
 
 
 def replace_dir(new: Path, out: Path) -> None:
-    """Put `new` in place of `out` (renames: a reader sees the old folder or the new one)."""
+    """Put `new` in place of `out` (renames: a reader sees the old folder or the new one). A
+    .gitignore in `out` is git's and DVC's (it names the outputs git must not track), not the
+    stage's: it is carried over, or `git status` would show it deleted after every run."""
     old = out.with_name(f".{out.name}.old")
     shutil.rmtree(old, ignore_errors=True)
+    if (out / ".gitignore").is_file() and not (new / ".gitignore").exists():
+        shutil.copy2(out / ".gitignore", new / ".gitignore")
     for folder, _, names in os.walk(new):  # the new files' contents, before any name points at them
         for name in names:
             with open(os.path.join(folder, name), "rb") as f:
