@@ -4,10 +4,13 @@
 #   make test-corpus   the optional corpus tier: tests on the real PGN files beside the checkout
 #               (tests/corpus.py says where; it reports and exits 0 when they are absent)
 #   make lint   ruff's linter and formatter check over the whole tree (CI runs it too)
+#   make lock   after a change to dvc.yaml, params.yaml or the code: rerun what changed (dvc repro),
+#               stage dvc.lock and data/'s small uncached files for the commit, and refresh the
+#               README's sample summary (tests/pipeline/test_lock.py fails while they are stale)
 export PATH := $(CURDIR)/.venv/bin:/usr/games:$(PATH)
 export PYTHONUNBUFFERED := 1
 
-.PHONY: setup demo test test-corpus lint bench
+.PHONY: setup demo test test-corpus lint lock bench
 
 setup:
 	@bash .ci/setup
@@ -21,6 +24,12 @@ test: setup
 
 test-corpus: setup
 	bash .ci/test --corpus -m corpus $(PYTEST_ARGS)
+
+lock: setup
+	dvc repro
+	@python -m chesscore.pipeline.summary --readme README.md
+	git add dvc.lock data README.md
+	@git status --short dvc.lock data README.md
 
 lint: setup
 	ruff check .

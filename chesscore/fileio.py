@@ -102,6 +102,16 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def update_text(path: str | os.PathLike, text: str) -> bool:
+    """Write `text` atomically unless the file already holds it (its mtime then stays, and a
+    no-op rerun that restores a missing output touches nothing else); True when written."""
+    path = Path(path)
+    if path.is_file() and path.read_bytes() == text.encode("utf-8"):
+        return False
+    atomic_write_text(path, text)
+    return True
+
+
 def csv_text(rows: list[dict[str, Any]], columns: list[str]) -> str:
     """rows as CSV text with a header: the given columns only, \n line ends (same bytes on every OS)."""
     out = io.StringIO()
@@ -116,9 +126,21 @@ def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def json_text(obj: Any) -> str:
+    """Pretty JSON with sorted keys (byte-identical for equal objects): how every JSON output reads."""
+    return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def metrics_text(metrics: dict[str, Any]) -> str:
+    """A DVC metrics file: a few numbers, floats rounded to 4 decimals (the full values live in
+    the stage's own records), so `dvc metrics show` and `dvc exp show` stay narrow; a number
+    that does not exist (None: no rating without anchored games) is left out, as DVC would."""
+    return json_text({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items() if v is not None})
+
+
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
-    """Pretty JSON with sorted keys (byte-identical for equal objects), written atomically."""
-    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    """json_text(obj), written atomically."""
+    atomic_write_text(path, json_text(obj))
 
 
 def load_yaml(path: str | os.PathLike) -> Any:
@@ -151,9 +173,13 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
 
 
 def replace_dir(new: Path, out: Path) -> None:
-    """Put `new` in place of `out` (renames: a reader sees the old folder or the new one)."""
+    """Put `new` in place of `out` (renames: a reader sees the old folder or the new one). A
+    .gitignore in `out` is git's and DVC's (it names the outputs git must not track), not the
+    stage's: it is carried over, or `git status` would show it deleted after every run."""
     old = out.with_name(f".{out.name}.old")
     shutil.rmtree(old, ignore_errors=True)
+    if (out / ".gitignore").is_file() and not (new / ".gitignore").exists():
+        shutil.copy2(out / ".gitignore", new / ".gitignore")
     for folder, _, names in os.walk(new):  # the new files' contents, before any name points at them
         for name in names:
             with open(os.path.join(folder, name), "rb") as f:

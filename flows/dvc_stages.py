@@ -4,6 +4,7 @@ No Prefect here (flows/pipeline.py adds it), so the same helpers serve any orche
 
     order = stage_order(root)                                # DAG order from dvc.yaml
     result = repro(root, "train", on_line=print)             # dvc repro --single-item train
+    result.skipped, result.restored                          # up to date; restored from the run-cache
     if result.failure: print(result.failure.kind, result.failure.retryable, result.failure.message)
     rows = locked_outputs(root, "train")                     # the stage's outs from dvc.lock
 
@@ -31,6 +32,8 @@ from chesscore.fileio import load_yaml
 LOCK_MESSAGES = ("Unable to acquire lock", "is busy, it is being blocked by")
 EXITED = re.compile(r"failed to reproduce '(?P<stage>[^']+)'.*exited with (?P<code>-?\d+)")
 SKIPPED = re.compile(r"Stage '(?P<stage>[^']+)' didn't change, skipping")
+# DVC found this stage's deps and params in its run-cache and checked the outputs out from there.
+RESTORED = re.compile(r"Stage '(?P<stage>[^']+)' is cached - skipping run, checking out outputs")
 TAIL_LINES = 40  # lines of output kept to explain a failure
 
 
@@ -51,6 +54,7 @@ class StageResult:
     seconds: float
     skipped: bool  # DVC found the stage up to date and did not run its command
     tail: list[str] = field(default_factory=list)
+    restored: bool = False  # DVC restored the outputs from its run-cache instead of running it
     failure: Failure | None = None
 
 
@@ -94,7 +98,7 @@ def repro(
     """`dvc repro --single-item <stage>` in `root`, each output line passed to on_line as it comes."""
     command = [sys.executable, "-m", "dvc", "repro", "--single-item", stage] + (["--force"] if force else [])
     tail: deque[str] = deque(maxlen=TAIL_LINES)
-    skipped = False
+    skipped = restored = False
     started = time.monotonic()
     with subprocess.Popen(
         command,
@@ -113,13 +117,14 @@ def repro(
                     continue
                 tail.append(line)
                 skipped = skipped or bool(SKIPPED.search(line))
+                restored = restored or bool(RESTORED.search(line))
                 on_line(line)
             process.wait()
         finally:
             if process.poll() is None:  # our caller gave up (cancelled, interrupted)
                 process.terminate()
                 process.wait()
-    result = StageResult(stage, process.returncode, time.monotonic() - started, skipped, list(tail))
+    result = StageResult(stage, process.returncode, time.monotonic() - started, skipped, list(tail), restored)
     if process.returncode != 0:
         result.failure = classify(process.returncode, result.tail)
     return result

@@ -9,10 +9,12 @@ Each task runs `dvc repro --single-item <stage>` and streams its output into the
 A failure that another attempt may fix (the stage was killed, ran out of memory, or another DVC
 run held the lock) is retried with exponential backoff and jitter; any other failure (bad input,
 a refused checkpoint identity, a bug) fails the run at once with the stage's own message. The
-exit-code convention is in chesscore/failures.py. After each stage a table artifact lists its
-outputs and their hashes from dvc.lock; at the end a Markdown artifact holds the key metrics and
-a link to the evaluation report. Without PREFECT_API_URL the flow runs against a temporary
-local server that Prefect starts by itself.
+exit-code convention is in chesscore/failures.py; such a failure's message is shown once (the
+task's log and the run's state), without a traceback. After each stage a table artifact lists
+its outputs and their hashes from dvc.lock and says whether the stage ran, was up to date, or
+was restored from DVC's run-cache; at the end a Markdown artifact holds the key metrics, and
+another the evaluation report itself. Without PREFECT_API_URL the flow runs against a
+temporary local server that Prefect starts by itself.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.states import Failed, State
 from prefect.tasks import exponential_backoff
 
 from chesscore.cli.params import read_params
@@ -60,28 +63,40 @@ def artifact_key(stage: str, suffix: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in f"{stage}-{suffix}".lower())
 
 
+def how_it_went(result: dvc_stages.StageResult) -> str:
+    if result.restored:
+        return "restored from DVC's run-cache"
+    return "up to date, skipped" if result.skipped else f"ran in {result.seconds:.1f} s"
+
+
 @task(name="dvc-stage", task_run_name="{stage}", cache_policy=NO_CACHE, persist_result=False)
-def run_stage(root: str, stage: str) -> dict[str, Any]:
-    """`dvc repro --single-item <stage>`, its output in the log; then the outputs table artifact."""
+def run_stage(root: str, stage: str) -> dict[str, Any] | State:
+    """`dvc repro --single-item <stage>`, its output in the log; then the outputs table artifact.
+    A retryable failure raises (Prefect retries it); any other ends the task in a Failed state
+    carrying the stage's message, so that it is shown once and not as two tracebacks."""
     logger = get_run_logger()
     result = dvc_stages.repro(root, stage, on_line=logger.info)
     if result.failure is not None:
-        logger.error(
-            "%s: %s (%s)",
-            stage,
-            result.failure.message,
-            "will retry if attempts remain" if result.failure.retryable else "not retryable",
-        )
-        raise StageFailed(stage, result.failure)
+        failed = StageFailed(stage, result.failure)
+        if not result.failure.retryable:  # Prefect logs the state with its message, once
+            return Failed(message=str(failed))
+        logger.error("%s: %s (will retry if attempts remain)", stage, result.failure.message)
+        raise failed
     rows = dvc_stages.locked_outputs(root, stage)
-    state = "up to date, skipped" if result.skipped else f"ran in {result.seconds:.1f} s"
+    state = how_it_went(result)
     create_table_artifact(
         table=rows or [{"path": "(no outputs)", "md5": "", "bytes": 0, "files": 0}],
         key=artifact_key(stage, "outputs"),
         description=f"Stage `{stage}` ({state}): outputs and their hashes from dvc.lock",
     )
     logger.info("%s: %s; %d output(s) recorded in dvc.lock", stage, state, len(rows))
-    return {"stage": stage, "skipped": result.skipped, "seconds": round(result.seconds, 2), "outputs": rows}
+    return {
+        "stage": stage,
+        "skipped": result.skipped,
+        "restored": result.restored,
+        "seconds": round(result.seconds, 2),
+        "outputs": rows,
+    }
 
 
 @flow(name="chess-pipeline", log_prints=True)
@@ -128,7 +143,12 @@ def pipeline(
         retry_jitter_factor=JITTER,
         retry_condition_fn=retry_if_retryable,
     )
-    results = [attempt(repo, stage) for stage in chosen]
+    results = []
+    for stage in chosen:
+        state = attempt(repo, stage, return_state=True)
+        if not state.is_completed():  # its message is in the task's log already: no traceback here
+            return Failed(message=state.message or f"stage {stage} failed")
+        results.append(state.result())
     publish_summary(Path(repo), results)
     return results
 
@@ -146,25 +166,28 @@ def check_params(params_path: Path, stages: list[str]) -> None:
 def publish_summary(root: Path, results: list[dict[str, Any]]) -> None:
     """The final Markdown artifact: what ran, the key metrics, and where the report is."""
     facts = summary.collect(root)
-    timing = "\n".join(
-        f"| {r['stage']} | {'skipped (up to date)' if r['skipped'] else 'ran'} | {r['seconds']:.1f} |" for r in results
-    )
+    timing = "\n".join(f"| {r['stage']} | {_state(r)} | {r['seconds']:.1f} |" for r in results)
     report = facts.get("report")
-    link = f"[{report}]({(root / report).resolve().as_uri()})" if report else "no evaluation report yet"
+    where = f"the `evaluation-report` artifact (`{report}` in the checkout)" if report else "no evaluation report yet"
     markdown = (
         f"# Chess pipeline run\n\n| stage | state | seconds |\n|---|---|---|\n{timing}\n\n"
-        f"{summary.render_markdown(facts)}\n\nEvaluation report: {link}\n"
+        f"{summary.render_markdown(facts)}\n\nEvaluation report: {where}\n"
     )
     create_markdown_artifact(
         markdown=markdown, key="pipeline-summary", description="Key metrics of the pipeline after this run"
     )
-    if report:
-        create_link_artifact(
-            link=(root / report).resolve().as_uri(),
-            link_text=report,
+    if report:  # the report itself: the UI renders it (a file:// link would not open from a browser)
+        create_markdown_artifact(
+            markdown=(root / report).read_text(encoding="utf-8"),
             key="evaluation-report",
-            description="The evaluation report of the current checkpoint",
+            description=f"The evaluation report of the current checkpoint ({report})",
         )
+
+
+def _state(result: dict[str, Any]) -> str:
+    if result.get("restored"):
+        return "restored (DVC run-cache)"
+    return "skipped (up to date)" if result["skipped"] else "ran"
 
 
 def add_flow_arguments(parser: argparse.ArgumentParser, retry_delay_seconds: float) -> None:

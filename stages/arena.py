@@ -7,7 +7,8 @@ Per opponent: W/D/L, score, Elo difference with its 95% interval, the share of g
 the rules, by adjudication and drawn, the raw model's illegal attempts; overall: a rating
 anchored on the Stockfish levels (CCRL 40/4 scale, see chesscore/play/elo.py). A Stockfish
 judge adjudicates the games (`arena.adjudication`, chesscore/play/adjudication.py). Writes
-OUT/arena.json (DVC metric), OUT/results.csv (a row per opponent), OUT/games.pgn, OUT/games.csv
+OUT/metrics.json (DVC metric: the rating and the score against the random mover), OUT/arena.json
+(everything), OUT/results.csv (a row per opponent), OUT/games.pgn, OUT/games.csv
 (a row per game), OUT/report.md and OUT/timing.json (the stage's and the judge's seconds).
 Stockfish comes from Debian's `stockfish` package; where it is missing the stage stops and says
 how to install it.
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     write_outputs(settings.out, matches, summary, record, config)
     atomic_write_json(settings.out / TIMING, timing)
     print(console_text(summary, checkpoint, timing))
-    print(f"outputs: {settings.out}/arena.json, results.csv, games.pgn, games.csv, report.md, {TIMING}")
+    print(f"outputs: {settings.out}/metrics.json, arena.json, results.csv, games.pgn, games.csv, report.md, {TIMING}")
     return 0
 
 

@@ -6,10 +6,11 @@
 Teacher-forced metrics (training's: NLL, per-phase accuracy, triple legality, reserved and
 illegal probability) and free-running ones (top-1 / top-k move matching under the legal mask,
 raw legality of the model's own greedy move), each broken down by the mover's rating, the
-time-control class and the game phase. Writes OUT/metrics.json (DVC metric), OUT/by_*.csv,
-OUT/plots/*.csv (DVC plots) and OUT/report.md. A checkpoint whose identity names another
-dataset is refused. A checkpoint is evaluated once: when OUT/metrics.json already holds this
-checkpoint x dataset x settings, the stage says so and stops (--force to redo).
+time-control class and the game phase. Writes OUT/evaluation.json (the whole record),
+OUT/metrics.json (DVC metric: top-1 and legality), OUT/by_*.csv, OUT/plots/*.csv (DVC plots)
+and OUT/report.md. A checkpoint whose identity names another dataset is refused. A checkpoint
+is evaluated once: when OUT/evaluation.json already holds this checkpoint x dataset x settings,
+the stage writes back a missing metric or plot from it, says so and stops (--force to redo).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from chesscore.cli.runner import run_stage
 from chesscore.config import flat
 from chesscore.data import dataset
 from chesscore.eval.evaluate import EvalConfig, check_dataset, evaluate, sample_test_games
-from chesscore.eval.report import write_outputs
+from chesscore.eval.report import RECORD, write_dvc_files, write_outputs
 from chesscore.fileio import sha256_file, sha256_json
 from chesscore.model import pick_device
 from chesscore.progress import progress_bar
@@ -43,7 +44,7 @@ class Settings:
 
     checkpoint: Path = Path("data/train/best.pt")  # any chesscore checkpoint whose identity names `dataset`
     dataset: Path = Path("data/dataset")  # the convert stage's output; evaluate is the only reader of its test split
-    out: Path = Path("data/evaluate")  # metrics.json, report.md, by_rating/by_time_control/by_phase.csv, plots/
+    out: Path = Path("data/evaluate")  # evaluation.json, metrics.json, report.md, by_*.csv, plots/
     device: Literal["auto", "cpu", "cuda"] = "cpu"  # auto: cuda when present
     threads: int = 1  # torch CPU threads (the forwards are small: more threads than free cores hurt)
     evaluation: EvalConfig = flat(EvalConfig)  # what is measured (chesscore.eval.evaluate)
@@ -76,9 +77,11 @@ def main(argv: list[str] | None = None) -> int:
     check = check_dataset(payload, manifest, args.allow_other_dataset, str(settings.checkpoint))
     checkpoint_sha = sha256_file(settings.checkpoint)
     key = sha256_json({"checkpoint": checkpoint_sha, "dataset": manifest["fingerprint"], "config": asdict(config)})
-    previous = out / "metrics.json"
+    previous = out / RECORD
     if previous.is_file() and not args.force:
-        if json.loads(previous.read_text(encoding="utf-8")).get("evaluation_key") == key:
+        record = json.loads(previous.read_text(encoding="utf-8"))
+        if record.get("evaluation_key") == key:
+            write_dvc_files(out, record)  # puts back what DVC removed (metrics, plots): the same bytes
             print(f"evaluate: {out} already holds this evaluation ({key[:16]}); --force to redo")
             return 0
 
@@ -141,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
             f"  {row['bucket']:<11} {row['positions']:>7} positions  top-1 {_pct(row['top1']):>6}  "
             f"top-{k} {_pct(row[f'top{k}']):>6}  legal {_pct(row['move_legal']):>6}"
         )
-    print(f"outputs: {out}/metrics.json, report.md, by_rating.csv, by_time_control.csv, by_phase.csv, plots/")
+    print(f"outputs: {out}/evaluation.json, metrics.json, report.md, by_*.csv, plots/")
     return 0
 
 

@@ -9,7 +9,8 @@ Inputs are .pgn, .pgn.zst (also .gz, .bz2) files or folders of them, read as str
 OUT/games.arrow, OUT/rejects.arrow, OUT/inputs.json and OUT/report.json (the DVC metric), then
 prints a one-screen summary. A file that cannot be read to its end is recorded as a reject
 (`not_pgn` or `unreadable`, with the byte offset); with --strict the stage then fails (exit 65)
-after writing everything it could read.
+after writing everything it could read. No PGN file in the inputs, or not one game accepted,
+fails the stage (exit 65, naming the inputs) so that no later stage sees an empty dataset.
 """
 
 from __future__ import annotations
@@ -31,8 +32,7 @@ from chesscore.cli.params import stage_settings, worker_count
 from chesscore.cli.runner import run_stage
 from chesscore.config import flat
 from chesscore.ingest.validate import ValidateConfig
-from chesscore.ingest.validate_run import run_validate
-from chesscore.pgn.inputs import find_inputs
+from chesscore.ingest.validate_run import input_files, require_accepted, run_validate
 from chesscore.progress import progress_bar
 
 
@@ -86,10 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     settings, args = stage_settings(argv, "validate", Settings, __doc__, extra=no_progress)
     workers = worker_count(settings.workers)
     hold_output(settings.out, "validate")
-    try:
-        files = find_inputs(list(settings.raw))
-    except FileNotFoundError as error:
-        raise failures.BadInput(str(error)) from None
+    files = input_files(list(settings.raw))
     total = sum(path.stat().st_size for path in files)
     bar = progress_bar(not args.no_progress, total=total, unit="B", unit_scale=True, desc="validate")
     last = {"games": 0}
@@ -108,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         bar.close()
     print(summary(report, settings.out, time.perf_counter() - start, workers))
+    require_accepted(list(settings.raw), report, settings.out)  # after writing: the rejects say why
     if settings.strict and report["file_errors"]:
         problems = "; ".join(f"{e['path']}: {e['error']}" for e in report["file_errors"])
         raise failures.BadInput(f"--strict: {problems}")

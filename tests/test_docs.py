@@ -64,3 +64,45 @@ def test_a_shown_command_and_its_flags_exist(page, module, args):
     text = help_text(module, words[:1])  # a subcommand (lineage audit) has its own help
     missing = sorted(flag for flag in flags if not re.search(rf"{re.escape(flag)}(?![\w-])", text))
     assert not missing, f"{page}: `python -m {module} {' '.join(args)}`: no such flag(s) {missing}"
+
+
+def summary_groups(rows: list[tuple[str, str]]) -> dict[str, list[str]]:
+    """The summary's rows by stage: a row without a label continues the one above it."""
+    groups: dict[str, list[str]] = {}
+    stage = ""
+    for name, text in rows:
+        stage = name or stage
+        groups.setdefault(stage, []).append(text.strip())
+    return groups
+
+
+def committed(path: str) -> str | None:
+    done = subprocess.run(["git", "show", f"HEAD:{path}"], cwd=PROJECT, capture_output=True, text=True)
+    return done.stdout if done.returncode == 0 else None
+
+
+def test_the_readmes_sample_summary_is_what_the_committed_run_gives():
+    """README.md's sample summary is generated from the last run (`make lock`, or `python -m
+    chesscore.pipeline.summary --readme README.md`). The stages whose records git holds (the
+    uncached records beside the metrics) must give its lines, figure for figure, as committed;
+    train's and convert's come from cached outputs and are checked by the generation itself."""
+    import json
+
+    from chesscore.pipeline import summary
+
+    readme = committed("README.md")
+    assert readme is not None and summary.SAMPLE_START in readme, "README.md has no sample summary"
+    block = readme[readme.index(summary.SAMPLE_START) + len("```text\n") :].split("```", 1)[0]
+    shown = summary_groups(
+        [(line[:12].strip(), line[12:]) for line in block.split("\n\n")[0].splitlines()[1:]]  # after the title
+    )
+    folders = summary.folders(PROJECT)
+    facts: dict = {stage: None for stage in summary.REPORTS}
+    for stage in ("validate", "evaluate", "arena", "selfplay"):
+        text = committed(f"{folders[stage]}/{summary.REPORTS[stage][2]}")
+        assert text is not None, f"{folders[stage]}/{summary.REPORTS[stage][2]} is not committed: `make lock`"
+        facts[stage] = json.loads(text)
+    given = summary_groups(summary.lines(facts))
+    for stage in ("validate", "evaluate", "selfplay", "arena", "verdicts"):
+        assert shown.get(stage) == given[stage], f"README's {stage} lines are stale: `make lock`"
+    assert set(shown) == {"validate", "convert", "train", "evaluate", "selfplay", "arena", "verdicts"}

@@ -1,5 +1,8 @@
-"""The evaluate stage's files: metrics.json (a DVC metric), a CSV table per breakdown, CSVs for
-DVC plots (accuracy by rating, by phase), and a one-page Markdown report.
+"""The evaluate stage's files: evaluation.json (the whole record: provenance, config, every
+metric and breakdown), metrics.json (the DVC metric: the two numbers people compare across
+experiments), a CSV table per breakdown, CSVs for DVC plots (accuracy by rating, by phase), and
+a one-page Markdown report. The metric and the plots derive from the record alone, so
+evaluation.json gives them back, the same bytes, when DVC has removed them.
 
     write_outputs(Path("data/evaluate"), record)   # record: chesscore.eval.evaluate.evaluate(...) + provenance
 """
@@ -10,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from chesscore.eval.evaluate import DIMENSIONS, UNKNOWN
-from chesscore.fileio import atomic_write_json, atomic_write_text, csv_text
+from chesscore.fileio import atomic_write_text, csv_text, json_text, metrics_text, update_text
 
 TABLE_FILES = {"rating": "by_rating.csv", "time_control": "by_time_control.csv", "phase": "by_phase.csv"}
 PLOT_RATING = "plots/accuracy_by_rating.csv"
@@ -130,23 +133,39 @@ def report_markdown(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+RECORD = "evaluation.json"
+
+
+def headline(record: dict[str, Any]) -> dict[str, Any]:
+    """metrics.json: move matching (top-1, legal-masked) and the raw legality of the model's own move."""
+    free = record["free_running"]
+    return {"top1": free["top1"], "legal": free["move_legal"]}
+
+
 def write_outputs(out: Path, record: dict[str, Any]) -> list[Path]:
-    """Every output file, atomically; metrics.json last (its presence marks a finished run)."""
+    """Every output file, atomically; evaluation.json last (its presence marks a finished run)."""
     written = []
     for dim in DIMENSIONS:
         path = out / TABLE_FILES[dim]
         atomic_write_text(path, _csv(record["breakdowns"][dim]))
         written.append(path)
+    atomic_write_text(out / "report.md", report_markdown(record))
+    written += [out / "report.md", *write_dvc_files(out, record)]
+    atomic_write_text(out / RECORD, json_text(record))
+    return written + [out / RECORD]
+
+
+def write_dvc_files(out: Path, record: dict[str, Any]) -> list[Path]:
+    """The DVC metric and plots, from the record alone (also as evaluation.json gives it back):
+    what DVC removes before it reruns a stage whose uncached outputs it found missing. A file
+    already holding its bytes is left alone."""
     rating, phase = plot_rows(record)
+    written = []
     for path, rows, columns in (
         (out / PLOT_RATING, rating, ["rating", "top1", f"top{record['config']['top_k']}", "positions"]),
         (out / PLOT_PHASE, phase, ["phase", "accuracy"]),
     ):
-        atomic_write_text(path, _csv(rows) if rows else ",".join(columns) + "\n")
+        update_text(path, _csv(rows) if rows else ",".join(columns) + "\n")
         written.append(path)
-    atomic_write_text(out / "report.md", report_markdown(record))
-    written.append(out / "report.md")
-    summary = {key: value for key, value in record.items() if key != "breakdowns"}
-    atomic_write_json(out / "metrics.json", summary)
-    written.append(out / "metrics.json")
-    return written
+    update_text(out / "metrics.json", metrics_text(headline(record)))
+    return written + [out / "metrics.json"]

@@ -34,6 +34,10 @@ class LeakageError(BadInput):
     """The same move sequence landed in two splits."""
 
 
+class EmptySplit(BadInput):
+    """A split with no game: train, validation (training's) and test (evaluate's) all need some."""
+
+
 @dataclass(frozen=True)
 class ConvertConfig:
     """How games become a dataset; all of it is recorded in the manifest."""
@@ -51,6 +55,27 @@ class ConvertConfig:
     @property
     def split_rule(self) -> SplitRule:
         return SplitRule(self.train, self.validation, self.test, self.split_key)
+
+
+def _check_splits(validated: Path, entries: list[dict[str, Any]], config: ConvertConfig) -> None:
+    """Every split holds a game, else EmptySplit naming the split and what to do (nothing is written)."""
+    games = {split: sum(e["rows"] for e in entries if e["split"] == split) for split in SPLITS}
+    empty = [split for split in SPLITS if not games[split]]
+    if not empty:
+        return
+    total = sum(games.values())
+    if not total:
+        raise EmptySplit(
+            f"{validated}: no accepted game to convert (its report.json says why each was rejected); "
+            "point validate.raw at Lichess PGN dumps or loosen validate's filters in params.yaml"
+        )
+    fractions = {split: getattr(config, split) for split in SPLITS}
+    raise EmptySplit(
+        f"{validated}: the {' and '.join(empty)} split{'s' if len(empty) > 1 else ''} would hold no game "
+        f"({total:,} games accepted, split fractions {fractions}); give validate more games, or raise "
+        + " and ".join(f"convert.{split}" for split in empty)
+        + " in params.yaml"
+    )
 
 
 def _count_leaks(seen: SeenKeys, hashes: np.ndarray, splits: np.ndarray) -> int:
@@ -142,6 +167,7 @@ def run_convert(
             entries = [future.result() for future in shards]
         if leaks:
             raise LeakageError(f"{leaks} games have the same moves as a game in another split")
+        _check_splits(validated, entries, config)
         inputs = [
             {key: entry[key] for key in ("path", "sha256", "bytes", "games_seen", "accepted", "rejected")}
             for entry in source["inputs"]

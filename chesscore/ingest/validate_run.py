@@ -7,7 +7,8 @@
                                    reason, detail
     data/validated/inputs.json     the raw-input manifest: per file sha256, bytes, games seen, accepted,
                                    rejected by reason, and the validation params
-    data/validated/report.json     the counts (a DVC metric): by reason, by file, file-level errors
+    data/validated/report.json     the counts: by reason, by file, file-level errors
+    data/validated/metrics.json    the DVC metric: the games accepted
 
 The main process reads and splits the files; worker processes parse and judge batches of games;
 results are merged in input order and deduplicated there (first occurrence wins), so the output is
@@ -33,7 +34,7 @@ import pyarrow as pa
 from chesscore import failures
 from chesscore.children import die_with_parent
 from chesscore.data.shards import SCHEMA, RowWriter, filter_rows
-from chesscore.fileio import atomic_write_json, replace_dir, sha256_file, staging_dir
+from chesscore.fileio import atomic_write_json, atomic_write_text, metrics_text, replace_dir, sha256_file, staging_dir
 from chesscore.ingest.dedup import SeenKeys, repeated
 from chesscore.ingest.validate import BatchJob, BatchResult, ValidateConfig, rejected, validate_batch
 from chesscore.pgn import inputs as pgn_input
@@ -41,6 +42,7 @@ from chesscore.pgn.split import MAX_GAME_BYTES, split_games
 
 FORMAT = "chesscore-validated/1"
 GAMES, REJECTS, INPUTS, REPORT = "games.arrow", "rejects.arrow", "inputs.json", "report.json"
+METRICS = "metrics.json"  # the DVC metric: the games accepted (report.json holds every count)
 REJECT_SCHEMA = pa.schema(
     [
         ("source_path", pa.string()),
@@ -60,6 +62,38 @@ _INDEX_BITS = 40  # a dedup tag is (file number << 40) | game index
 MAX_BATCH_BYTES = 8 << 20
 
 
+class NoInput(failures.BadInput):
+    """No PGN file where the inputs were expected, or no game accepted from them."""
+
+
+def input_files(raw: list[Path]) -> list[Path]:
+    """The PGN files of `raw` (files, or folders of them); BadInput naming the place when a path is
+    missing or a folder holds none."""
+    try:
+        files = pgn_input.find_inputs(raw)
+    except FileNotFoundError as error:
+        raise failures.BadInput(str(error)) from None
+    if not files:
+        where = ", ".join(Path(path).as_posix() for path in raw)
+        raise NoInput(
+            f"{where}: no PGN file ({', '.join('*' + suffix for suffix in pgn_input.SUFFIXES)}) in it; "
+            "point validate.raw (or --raw) at Lichess PGN dumps"
+        )
+    return files
+
+
+def require_accepted(raw: list[Path], report: dict[str, Any], out: Path) -> None:
+    """NoInput when not one game was accepted: training on nothing is no result."""
+    if report["accepted"]:
+        return
+    where = ", ".join(Path(path).as_posix() for path in raw)
+    reasons = ", ".join(f"{reason} {n:,}" for reason, n in report["by_reason"].items()) or "no game found"
+    raise NoInput(
+        f"{where}: no game accepted of {report['games_seen']:,} seen ({reasons}); {out}/rejects.arrow "
+        "holds each reject with its reason: fix the input or loosen validate's filters in params.yaml"
+    )
+
+
 class AccountingError(RuntimeError):
     """Games seen != accepted + rejected for some input: nothing is written."""
 
@@ -75,7 +109,7 @@ def run_validate(
 ) -> dict[str, Any]:
     """Validate every input; return the report (out/report.json).
     progress(raw_bytes_read, games_seen) is called as the inputs are read."""
-    files = pgn_input.find_inputs(raw)
+    files = input_files(raw)
     inputs = [_describe(path) for path in files]
     out = Path(out)
     errors: list[dict[str, Any]] = []
@@ -96,6 +130,7 @@ def run_validate(
         atomic_write_json(tmp / INPUTS, {"format": FORMAT, "params": asdict(config), "inputs": inputs})
         report = _report(inputs, errors)
         atomic_write_json(tmp / REPORT, report)
+        atomic_write_text(tmp / METRICS, metrics_text({"accepted": report["accepted"]}))
         replace_dir(tmp, out)
     return report
 

@@ -25,7 +25,7 @@ from typing import Any
 from chesscore.lineage.dvc_lock import Lock, current_params, dvc_md5, file_digest
 
 OK, MISMATCH, MISSING = "OK", "MISMATCH", "MISSING"
-REPORT_FILES = ("metrics.json", "arena.json", "stats.json")  # records that name their checkpoint
+REPORT_FILES = ("evaluation.json", "arena.json", "stats.json")  # records that name their checkpoint
 CODE_SUFFIXES = (".py",)
 
 

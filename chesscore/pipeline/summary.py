@@ -2,6 +2,7 @@
 
     python -m chesscore.pipeline.summary              # read what the stages wrote under data/ and print it
     python -m chesscore.pipeline.summary --json       # the same facts as JSON
+    python -m chesscore.pipeline.summary --readme README.md   # put it in the README's sample (`make lock`)
 
 It only reads the stages' reports (their paths come from params.yaml) and never fails because
 a stage has not run yet: that stage's line says so. The Prefect flow publishes the same facts
@@ -17,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from chesscore.cli.params import load as load_params
+from chesscore.fileio import update_text
 
 # stage -> (params key of its output folder, default folder, report file in it)
 REPORTS = {
     "validate": ("out", "data/validated", "report.json"),
     "convert": ("out", "data/dataset", "manifest.json"),
-    "train": ("output", "data/train", "metrics.json"),
-    "evaluate": ("out", "data/evaluate", "metrics.json"),
+    "train": ("output", "data/train", "results.json"),
+    "evaluate": ("out", "data/evaluate", "evaluation.json"),
     "arena": ("out", "data/arena", "arena.json"),
     "selfplay": ("out", "data/selfplay", "stats.json"),
 }
@@ -134,13 +136,14 @@ def lines(facts: dict[str, Any]) -> list[tuple[str, str]]:
     if t is None:
         rows.append(("train", "not run yet"))
     else:
-        final = t.get("final") or {}
+        history = t.get("history") or [{}]
+        first, last = history[0].get("validation") or {}, history[-1].get("validation") or {}
         rows.append(
             (
                 "train",
-                f"validation NLL {_num(t.get('initial_validation_nll'))} -> best "
+                f"validation NLL {_num(first.get('nll'))} -> best "
                 f"{_num(t.get('best_validation_nll'))} at step {t.get('best_step')} "
-                f"({t.get('status')}); triple legality {_pct(final.get('triple_legality'))}",
+                f"({t.get('status')}); triple legality {_pct(last.get('teacher_forced_triple_legality'))}",
             )
         )
     if e is None:
@@ -229,12 +232,35 @@ def render_markdown(facts: dict[str, Any]) -> str:
     return f"| stage | key numbers |\n|---|---|\n{rows}"
 
 
+SAMPLE_START = "```text\n== chess pipeline summary\n"
+
+
+def replace_sample(readme: str, text: str) -> str:
+    """The README with its sample summary (the fenced block that starts with the summary's
+    title) replaced by `text`; ValueError when it has none."""
+    start = readme.find(SAMPLE_START)
+    if start < 0:
+        raise ValueError(f"no sample summary (a block starting {SAMPLE_START!r})")
+    body = start + len("```text\n")
+    end = readme.find("```", body)
+    return readme[:body] + text + readme[end:]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m chesscore.pipeline.summary", description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", type=Path, default=Path("."), help="the project checkout")
     parser.add_argument("--json", action="store_true", help="print the facts as JSON")
+    parser.add_argument(
+        "--readme", type=Path, help="write the summary into this README's sample block instead of printing it"
+    )
     args = parser.parse_args(argv)
     facts = collect(args.root)
+    if args.readme:
+        try:
+            update_text(args.readme, replace_sample(args.readme.read_text(encoding="utf-8"), render_text(facts)))
+        except (OSError, ValueError) as error:
+            parser.error(f"{args.readme}: {error}")
+        return 0
     sys.stdout.write(json.dumps(facts, indent=2) + "\n" if args.json else render_text(facts))
     return 0
 

@@ -45,25 +45,41 @@ def best_moves(
     """Per game (None where its candidates are None), the tokens of the mover's most likely move
     among its candidates (the legal moves, or a UCI `go searchmoves` subset). The players are
     left as they were: same cache lengths, same logits."""
+    ranked = ranked_moves(candidates, players, movers, 1)
+    return [moves[0][0] if moves else None for moves in ranked]
+
+
+def ranked_moves(
+    candidates: Sequence[Sequence[chess.Move] | None],
+    players: Sequence[ModelPlayer],
+    movers: Sequence[int],
+    count: int,
+) -> list[list[tuple[Move, float]]]:
+    """Per game, the mover's `count` most likely candidates (fewer where it has fewer), most
+    likely first, each with its log-probability (UCI MultiPV). Players are left as they were."""
     legal: dict[int, list[Move]] = {}
     heaps: dict[int, list[tuple[float, tuple[int, ...]]]] = {}
     for g, moves in enumerate(candidates):
-        if moves is None:
+        if not moves:
             continue
         legal[g] = [tuple(encode_move(move)) for move in moves]
         sources = _log_softmax(players[movers[g]].logits[g], _children((), legal[g]))
         heaps[g] = [(-lp, (source,)) for source, lp in sources.items()]
         heapq.heapify(heaps[g])
-    chosen: dict[int, Move] = {}
-    while len(chosen) < len(heaps):
+    chosen: dict[int, list[tuple[Move, float]]] = {g: [] for g in heaps}
+
+    def done(g: int) -> bool:
+        return len(chosen[g]) >= min(count, len(legal[g]))
+
+    while not all(done(g) for g in heaps):
         expand: dict[tuple[int, int], list[tuple[int, float, tuple[int, ...]]]] = {}
         for g, heap in heaps.items():
-            if g in chosen:
+            while not done(g) and len(heap[0][1]) == 3:  # complete moves come out in order
+                cost, prefix = heapq.heappop(heap)
+                chosen[g].append((prefix, -cost))
+            if done(g):
                 continue
             cost, prefix = heapq.heappop(heap)
-            if len(prefix) == 3:
-                chosen[g] = prefix
-                continue
             options = _children(prefix, legal[g])
             if len(prefix) == 2 and len(options) == 1:  # no promotion choice: the move is complete
                 heapq.heappush(heap, (cost, (*prefix, next(iter(options)))))
@@ -74,7 +90,7 @@ def best_moves(
             for g, lp, prefix in rows:
                 for token, step in _log_softmax(logits[g], _children(prefix, legal[g])).items():
                     heapq.heappush(heaps[g], (-(lp + step), (*prefix, token)))
-    return [chosen.get(g) for g in range(len(candidates))]
+    return [chosen.get(g, []) for g in range(len(candidates))]
 
 
 def _branch(player: ModelPlayer, rows: list[tuple[int, float, tuple[int, ...]]], length: int) -> torch.Tensor:

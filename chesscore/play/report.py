@@ -9,10 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from chesscore.fileio import atomic_write_json, atomic_write_text, csv_text
+from chesscore.fileio import atomic_write_json, atomic_write_text, csv_text, metrics_text
 from chesscore.play.arena import ArenaConfig, ArenaGame, Opponent, game_rows, pgn_text
 
-__all__ = ["RESULT_COLUMNS", "console_text", "report_markdown", "write_outputs"]
+__all__ = ["METRICS", "RESULT_COLUMNS", "console_text", "headline", "report_markdown", "write_outputs"]
+
+METRICS = "metrics.json"  # the DVC metric: the anchored rating and the score against the random mover
 
 RESULT_COLUMNS = [  # results.csv: one row per opponent
     "name",
@@ -62,6 +64,15 @@ def _decided_text(counts: dict[str, int]) -> str:
     """The shares of games decided by the rules, by adjudication and drawn, as "25/50/25%"."""
     games = max(1, sum(counts.values()))
     return "/".join(f"{100 * counts[how] / games:.0f}" for how in ("rules", "adjudication", "draw")) + "%"
+
+
+def headline(summary: dict[str, Any]) -> dict[str, Any]:
+    """metrics.json: what people compare across experiments (arena.json holds the rest)."""
+    metrics = {"rating": (summary["rating"] or {}).get("rating")}
+    versus_random = [row["score"] for row in summary["opponents"] if row["kind"] == "random"]
+    if versus_random:
+        metrics["vs_random"] = versus_random[0]
+    return metrics
 
 
 def report_markdown(summary: dict[str, Any], checkpoint: str, config: ArenaConfig) -> str:
@@ -137,9 +148,11 @@ def write_outputs(
     record: dict[str, Any],
     config: ArenaConfig,
 ) -> None:
-    """arena.json (the record), games.pgn, games.csv, results.csv and report.md, each atomically."""
+    """metrics.json (the DVC metric), arena.json (the record), games.pgn, games.csv, results.csv and
+    report.md, each atomically."""
     checkpoint = record["checkpoint"]["path"]
     atomic_write_json(out / "arena.json", record)
+    atomic_write_text(out / METRICS, metrics_text(headline(summary)))
     atomic_write_text(out / "games.pgn", pgn_text(matches, checkpoint))
     game_table = game_rows(matches)
     atomic_write_text(out / "games.csv", csv_text(game_table, list(game_table[0])))

@@ -7,9 +7,10 @@ Register that command line as a UCI engine in the GUI. The engine plays the mode
 A position is played through the model by replaying its move list from the start; moves the
 GUI adds to the previous position are fed incrementally (the key/value cache is kept).
 
-Options: Temperature (0 = the model's most likely move, 1 = sample its distribution), Seed
-(the sampler restarts from it at every `ucinewgame`), Threads (torch CPU threads, 1..512,
-default 1; a value outside is refused with an `info string`).
+Options (chesscore/play/uci_options.py): Temperature, Seed, Threads, MultiPV (`go` reports the
+N most likely moves as `info multipv` lines; the move played is unchanged), Debug (or `debug
+on`: an `info string` whenever the legal mask corrected the model's unmasked choice); Hash,
+Move Overhead and Ponder are accepted (lichess-bot's stock config sets them) with no effect.
 
 What the model cannot see is answered with an `info string` and a legal fallback move (a
 mate in one, else the most valuable capture, else a seeded random move): a FEN that is not
@@ -37,47 +38,13 @@ import torch
 from chesscore.checkpoint import CheckpointError, load_model
 from chesscore.failures import MARKER
 from chesscore.model import GPT
-from chesscore.play.best import best_moves
+from chesscore.play.best import best_moves, ranked_moves
+from chesscore.play.fallback import fallback_move, is_start_position
 from chesscore.play.moves import ModelPlayer, Sampler
+from chesscore.play.uci_options import MAX_THREADS, Options
 from chesscore.tokens import TOKEN_PROMOTION, VOCAB_SIZE, encode_game, encode_move
 
-PIECE_VALUE = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9, chess.KING: 0}
-MAX_THREADS = 512  # advertised in `uci` and enforced by setoption (100000 threads segfaulted)
 GO_INT_ARGS = {"wtime", "btime", "winc", "binc", "movestogo", "depth", "nodes", "mate", "movetime"}
-
-
-def fallback_move(board: chess.Board, rng: random.Random) -> chess.Move | None:
-    """A legal move chosen without the model: mate in one, else the capture of the most
-    valuable piece, else a random move. None when there is no legal move."""
-    moves = list(board.legal_moves)
-    if not moves:
-        return None
-    for move in moves:
-        board.push(move)
-        mate = board.is_checkmate()
-        board.pop()
-        if mate:
-            return move
-    captures = [m for m in moves if board.is_capture(m)]
-    if captures:
-
-        def gain(m: chess.Move) -> int:
-            victim = board.piece_type_at(m.to_square) or chess.PAWN  # en passant
-            return 10 * PIECE_VALUE[victim] - PIECE_VALUE[board.piece_type_at(m.from_square)]
-
-        return max(captures, key=gain)
-    return rng.choice(moves)
-
-
-def is_start_position(board: chess.Board) -> bool:
-    """The standard start (move counters aside): the only root the model knows."""
-    start = chess.Board()
-    return (
-        board.board_fen() == start.board_fen()
-        and board.turn == start.turn
-        and board.castling_rights == start.castling_rights
-        and board.ep_square is None
-    )
 
 
 def step_mask(moves: list[chess.Move], prefix: list[int]) -> np.ndarray:
@@ -97,13 +64,14 @@ class UCIEngine:
         self, model: GPT, name: str, out: TextIO = sys.stdout, temperature: float = 0.0, seed: int = 0
     ) -> None:
         self.model, self.name, self.out = model, name, out
-        self.temperature, self.seed = temperature, seed
+        self.options = Options(temperature=temperature, seed=seed)
         self.context_plies = (model.config.block_size - 1) // 3 - 1  # room to spell one more move
         self.player = ModelPlayer(model, 1)
         self.fed: list[chess.Move] = []  # moves the player's cache holds, from the start
         self.board: chess.Board | None = chess.Board()
         self.reachable = True
         self.pending: str | None = None  # bestmove held back during `go infinite` / `go ponder`
+        self.ranked: list[tuple[chess.Move, float]] = []  # the last `go`'s MultiPV moves
         self.new_game()
 
     def send(self, line: str) -> None:
@@ -114,8 +82,8 @@ class UCIEngine:
         self.send(f"info string {text}")
 
     def new_game(self) -> None:
-        self.sampler = Sampler(self.temperature, self.seed)
-        self.rng = random.Random(self.seed)
+        self.sampler = Sampler(self.options.temperature, self.options.seed)
+        self.rng = random.Random(self.options.seed)
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -140,16 +108,17 @@ class UCIEngine:
     def cmd_uci(self, args: list[str]) -> None:
         self.send(f"id name {self.name}")
         self.send("id author chesscore")
-        self.send(f"option name Temperature type string default {self.temperature:g}")
-        self.send(f"option name Seed type spin default {self.seed} min 0 max 2147483647")
-        self.send(f"option name Threads type spin default {torch.get_num_threads()} min 1 max {MAX_THREADS}")
+        for declaration in self.options.declarations():
+            self.send(declaration)
         self.send("uciok")
 
     def cmd_isready(self, args: list[str]) -> None:
         self.send("readyok")
 
     def cmd_debug(self, args: list[str]) -> None:
-        pass
+        if args[:1] not in (["on"], ["off"]):
+            raise ValueError("expected: debug on|off")
+        self.options.debug = args[0] == "on"
 
     def cmd_ucinewgame(self, args: list[str]) -> None:
         self.pending = None
@@ -160,22 +129,8 @@ class UCIEngine:
         if not text.startswith("name ") or " value " not in text:
             raise ValueError("expected: setoption name <name> value <value>")
         name, value = text[len("name ") :].split(" value ", 1)
-        name, value = name.strip().lower(), value.strip()
-        if name == "temperature":
-            temperature = float(value)
-            if not temperature >= 0:
-                raise ValueError(f"Temperature {value} must be a number >= 0")
-            self.temperature = temperature
-        elif name == "seed":
-            self.seed = int(value)
-        elif name == "threads":
-            threads = int(value)
-            if not 1 <= threads <= MAX_THREADS:  # past the advertised range OpenMP can crash the process
-                raise ValueError(f"Threads {value} is outside 1..{MAX_THREADS}")
-            torch.set_num_threads(threads)
-        else:
-            raise ValueError(f"no option named {name!r}")
-        self.new_game()
+        if self.options.set(name, value):
+            self.new_game()
 
     def cmd_position(self, args: list[str]) -> None:
         self.board, self.reachable = None, False
@@ -230,7 +185,10 @@ class UCIEngine:
         move = self.choose(searchmoves)
         elapsed_ms = int((time.perf_counter() - started) * 1000)
         bestmove = f"bestmove {move.uci() if move else '0000'}"
-        if move is not None:
+        if self.ranked:
+            for rank, (ranked, _) in enumerate(self.ranked, 1):
+                self.send(f"info depth 1 seldepth 1 multipv {rank} nodes 1 time {elapsed_ms} pv {ranked.uci()}")
+        elif move is not None:
             self.send(f"info depth 1 seldepth 1 nodes 1 time {elapsed_ms} pv {move.uci()}")
         if waiting:
             self.pending = bestmove  # UCI: no bestmove before `stop` / `ponderhit`
@@ -250,7 +208,7 @@ class UCIEngine:
     # -- choosing a move ----------------------------------------------------------------------
 
     def choose(self, searchmoves: list[str]) -> chess.Move | None:
-        board = self.board
+        board, self.ranked = self.board, []
         if board is None:
             self.info("no valid position: send `position startpos` or a valid FEN first")
             return None
@@ -267,8 +225,11 @@ class UCIEngine:
             self.info(f"the game is longer than the model's context ({self.context_plies} plies): fallback move")
             return self._fallback(board, allowed)
         self._catch_up(board.move_stack)
+        if self.options.multipv > 1:
+            ranked = ranked_moves([allowed], [self.player], [0], self.options.multipv)[0]
+            self.ranked = [(chess.Move(s, d, TOKEN_PROMOTION[p]), lp) for (s, d, p), lp in ranked]
         move, illegal = self._model_move(allowed)
-        if illegal:
+        if illegal and self.options.debug:
             self.info("the model's unmasked choice was illegal; the legal mask corrected it")
         if move not in board.legal_moves:  # cannot happen under the mask; never send one anyway
             self.info(f"model move {move.uci()} is not legal here: fallback move")
@@ -292,7 +253,7 @@ class UCIEngine:
         prefix: list[int] = []
         illegal = False
         # Temperature 0: the most likely allowed move (not the greedy source, then destination).
-        best = best_moves([allowed], [self.player], [0])[0] if self.temperature == 0 else None
+        best = best_moves([allowed], [self.player], [0])[0] if self.options.temperature == 0 else None
         for step in range(3):  # source, destination, promotion
             mask = torch.from_numpy(step_mask(allowed, prefix))[None]
             chosen, was_illegal = self.sampler.pick(self.player.logits, mask)

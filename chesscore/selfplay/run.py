@@ -29,7 +29,15 @@ from typing import Any, Literal
 import torch
 
 from chesscore import checkpoint, ranges, tokens
-from chesscore.fileio import atomic_write_json, atomic_write_text, canonical_json, code_sha256, sha256_file, sha256_json
+from chesscore.fileio import (
+    atomic_write_json,
+    atomic_write_text,
+    canonical_json,
+    code_sha256,
+    metrics_text,
+    sha256_file,
+    sha256_json,
+)
 from chesscore.model import GPT
 from chesscore.play.adjudication import Adjudication
 from chesscore.play.elo import elo_difference
@@ -43,6 +51,7 @@ from chesscore.selfplay.rl import REWARDS, PGConfig, make_reward, policy_gradien
 CHECKPOINT = "rl.pt"
 STATS = "stats.json"
 PLOT = "plots/iterations.csv"  # a DVC plot
+METRICS = "metrics.json"  # the DVC metric: the last evaluation's score against the supervised model
 LIBRARY = Path(__file__).resolve().parents[1]  # chesscore/
 # The code the games and the update depend on (folders: every file in them).
 CODE = (
@@ -236,6 +245,7 @@ def run_selfplay(
     )
     atomic_write_json(out / STATS, stats)
     atomic_write_text(out / PLOT, _plot_csv(history))
+    atomic_write_text(out / METRICS, metrics_text({"rl_score": stats["score_vs_reference"]}))
     return stats
 
 

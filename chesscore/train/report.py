@@ -3,7 +3,7 @@ GPU telemetry, peak memory, and the closing summary. Only rank 0 writes.
 
     output/events.jsonl            one JSON object per line: start, validation, train, stop...
     output/results.json            status, best step and NLL, history, throughput, peak memory
-    output/metrics.json            the headline numbers for `dvc metrics show` (no timings)
+    output/metrics.json            the DVC metric: best validation NLL and its step (no timings)
     output/plots/train_loss.csv    step, nll, lr, grad_norm  (for `dvc plots show`)
     output/plots/validation.csv    step, nll, accuracies, legality, illegal mass
     output/gpu-telemetry.jsonl     nvidia-smi samples (utilisation, memory, power), on GPUs
@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from chesscore.fileio import atomic_write_json, atomic_write_text, csv_text, sha256_file
+from chesscore.fileio import atomic_write_json, csv_text, metrics_text, sha256_file, update_text
 from chesscore.train.state import TrainState
 
 OUTPUTS = (
@@ -122,24 +122,17 @@ def validation_row(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def write_metrics_and_plots(output: Path, state: TrainState, status: str) -> None:
-    """DVC metrics and plots, derived from the checkpointed state alone (no timings)."""
+    """DVC metrics and plots, derived from the checkpointed state alone (no timings), so a
+    finished run's no-op rewrites them byte for byte; a file already holding its bytes is left
+    alone. metrics.json holds the numbers people compare across experiments: the best
+    validation NLL and its step (every validation is in plots/validation.csv, the run in
+    results.json)."""
     rows = [validation_row(r) for r in state.history]
-    last = rows[-1] if rows else {}
-    metrics = {
-        "status": status,
-        "step": state.step,
-        "epoch": state.epoch,
-        "best_step": state.best_step,
-        "best_validation_nll": state.best_nll,
-        "initial_validation_nll": rows[0]["nll"] if rows else None,
-        "final": {k: v for k, v in last.items() if k != "step"},
-    }
-    atomic_write_json(output / "metrics.json", metrics)
-    atomic_write_text(
-        output / "plots" / "train_loss.csv", csv_text(state.train_log, ["step", "nll", "lr", "grad_norm"])
-    )
+    metrics = {"best_nll": state.best_nll, "best_step": state.best_step}
+    update_text(output / "metrics.json", metrics_text(metrics))
+    update_text(output / "plots" / "train_loss.csv", csv_text(state.train_log, ["step", "nll", "lr", "grad_norm"]))
     columns = list(rows[0]) if rows else ["step", "nll"]
-    atomic_write_text(output / "plots" / "validation.csv", csv_text(rows, columns))
+    update_text(output / "plots" / "validation.csv", csv_text(rows, columns))
 
 
 def run_results(

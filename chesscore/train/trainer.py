@@ -5,7 +5,9 @@
 
 One process, or one per device under torchrun (the same call; see chesscore.train.distributed).
 Each loop turn first runs a validation that is owed (step 0, an epoch end, every K steps),
-then asks whether to stop, then takes one optimizer step. A validation cut short by the
+then asks whether to stop, then takes one optimizer step. A stop that ends the run (max_updates,
+max_epochs, time budget, early stop) validates this step's weights first unless the last
+validation was at this step, so best.pt is always the best validated model. A validation cut short by the
 deadline changes nothing: the cursor keeps `validation_due` and the resumed run does it.
 last.pt is saved after every validation and at the stop, best.pt (before last.pt) whenever
 validation NLL improves, both atomically, so a killed run always leaves a loadable pair.
@@ -54,6 +56,7 @@ from chesscore.train.report import (
     peak_memory,
     run_results,
     summary,
+    write_metrics_and_plots,
     write_results,
 )
 from chesscore.train.state import (
@@ -66,6 +69,11 @@ from chesscore.train.state import (
     set_rng_state,
     terminal_status,
 )
+
+# The stops after which DVC records the stage as done and later stages read best.pt. The
+# deadline's soft stop is not among them: it exits 75, has no time to validate (the validation
+# would be cut short by the same deadline) and its resumed run goes on as if never stopped.
+FINISHING = ("early_stop", "max_updates", "max_epochs", "time_budget")
 
 
 class Trainer:
@@ -108,6 +116,7 @@ class Trainer:
         self.receipt = None
         if payload is not None and (status := terminal_status(TrainState.from_dict(payload["train_state"]), config)):
             self.receipt = receipt(self.resume_path, payload, status)
+            self.finished = TrainState.from_dict(payload["train_state"])
             return
         self.optimizer = adamw(self.model, config.optim, env.device)
         schedule = self.identity["schedule"]
@@ -160,6 +169,9 @@ class Trainer:
     def run(self) -> dict[str, Any]:
         if self.receipt is not None:
             if self.env.is_main:
+                # DVC deletes uncached metrics and plots it finds changed or missing before it
+                # reruns a stage: a finished run's no-op puts them back (the same bytes).
+                write_metrics_and_plots(self.output, self.finished, self.receipt["status"])
                 print(json.dumps(self.receipt, sort_keys=True), flush=True)
             return self.receipt
         started = time.perf_counter()
@@ -199,10 +211,17 @@ class Trainer:
                     status = "deadline_soft_stop"
                     break
                 status = self.stop_reason()
-                if status is None:
+                if status in FINISHING and not self.validated_at_this_step():
+                    # best.pt must be the best *validated* model when the run ends: the weights
+                    # of this step are validated first (the loop then asks again).
+                    self.state.validation_due, status = True, None
+                elif status is None:
                     self.train_step(bar)
         self.save(improved=False, status=status)
         return self.finish(status, time.perf_counter() - started)
+
+    def validated_at_this_step(self) -> bool:
+        return bool(self.state.history) and self.state.history[-1]["step"] == self.state.step
 
     def stop_reason(self) -> str | None:
         status = terminal_status(self.state, self.config)

@@ -157,12 +157,17 @@ def test_stage_writes_its_outputs_once_per_checkpoint_and_refuses_a_foreign_one(
     assert done.returncode == 0, done.stderr
     assert "move matching (legal-masked): top-1" in done.stdout
     out = tmp_path / "a"
-    record = json.loads((out / "metrics.json").read_text())
+    record = json.loads((out / "evaluation.json").read_text())
+    assert json.loads((out / "metrics.json").read_text()) == {  # the DVC metric: two numbers, 4 decimals
+        "top1": round(record["free_running"]["top1"], 4),
+        "legal": round(record["free_running"]["move_legal"], 4),
+    }
     assert record["test_split"]["read_by"] == "evaluate" and record["test_split"]["games_evaluated"] == 10
     assert record["test_split"]["games_in_split"] == dataset.manifest(lichess_dataset)["splits"]["test"]["games"]
     assert record["dataset"] == {"path": str(lichess_dataset), "fingerprint": fingerprint, "check": "match"}
     assert 0 <= record["free_running"]["top1"] <= record["free_running"]["top3"] <= 1
     names = [
+        "evaluation.json",
         "metrics.json",
         "report.md",
         "by_rating.csv",
@@ -177,6 +182,13 @@ def test_stage_writes_its_outputs_once_per_checkpoint_and_refuses_a_foreign_one(
 
     again = run("best.pt", "a")
     assert again.returncode == 0 and "already holds this evaluation" in again.stdout
+    # What DVC removes before a rerun (its uncached metrics and plots) comes back, the same bytes.
+    kept = {name: (out / name).read_bytes() for name in names}
+    for name in ("metrics.json", "plots/accuracy_by_rating.csv", "plots/accuracy_by_phase.csv"):
+        (out / name).unlink()
+    restored = run("best.pt", "a")
+    assert restored.returncode == 0 and "already holds this evaluation" in restored.stdout
+    assert {name: (out / name).read_bytes() for name in names} == kept
     forced = run("best.pt", "b", "--force")
     assert forced.returncode == 0, forced.stderr
     for name in names:  # deterministic: byte-identical outputs

@@ -97,10 +97,12 @@ def test_bad_input_fails_at_once_with_the_stages_message(
     assert tasks["second"]["run_count"] == 1
     assert tasks["second"]["state"]["type"] == "FAILED"
     logs = api.logs(run_id)
-    assert "stage second failed (bad_input, exit 65): second: bad input (injected by CHESSCORE_FAULT)" in logs
-    assert "Retry" not in logs
+    # The stage's message once per run (the task's final state, then the run's), no traceback.
+    failed = "Finished in state Failed('stage second failed (bad_input, exit 65): second: bad input"
+    assert logs.count("stage second failed") == 2 and logs.count(failed) == 2, logs
+    assert "Retry" not in logs and "Traceback" not in logs, logs
     message = api.flow_run(run_id)["state"]["message"]
-    assert "bad input (injected by CHESSCORE_FAULT)" in message
+    assert "stage second failed (bad_input, exit 65): second: bad input (injected by CHESSCORE_FAULT)" in message
     assert not (toy_repo / "work/b.txt").exists()
     assert "pipeline-summary" not in api.artifacts(run_id)
 
@@ -125,6 +127,22 @@ def test_lock_held_by_another_run_is_retried(toy_repo: Path, api: Api) -> None:
     assert api.task_runs(run_id)["first"]["run_count"] >= 2
     # By the time the lock was free the other run had done the work: both stages were skipped.
     assert "| first | skipped (up to date) |" in api.artifacts(run_id)["pipeline-summary"]["data"]
+
+
+def test_a_stage_restored_from_the_run_cache_is_reported_as_restored(toy_repo: Path, api: Api) -> None:
+    run_flow(toy_repo)
+    step = toy_repo / "step.py"
+    original = step.read_text()
+    step.write_text(original + "# an edit, undone below\n")
+    run_flow(toy_repo)  # both stages ran again for the edit
+    step.write_text(original)  # DVC has run this very code before: its run-cache has the outputs
+    run_id, state = run_flow(toy_repo)
+    assert state == "COMPLETED"
+    logs = api.logs(run_id)
+    assert "first: restored from DVC's run-cache" in logs and "ran in" not in logs, logs
+    artifacts = api.artifacts(run_id)
+    assert "restored from DVC's run-cache" in artifacts["first-outputs"]["description"]
+    assert "| first | restored (DVC run-cache) |" in artifacts["pipeline-summary"]["data"]
 
 
 def test_served_deployment_runs_when_triggered_through_the_api(toy_repo: Path, prefect_server: dict[str, str]) -> None:
@@ -205,8 +223,9 @@ def test_a_real_pipeline_run_publishes_each_stages_outputs_and_the_key_metrics(
         "skipped (up to date)",
     ):
         assert words in summary, words
-    assert f"({(repo / 'data/evaluate/report.md').resolve().as_uri()})" in summary  # the link to the report
-    assert (repo / "data/evaluate/report.md").resolve().as_uri() in artifacts["evaluation-report"]["data"]
+    assert "file://" not in summary and "`evaluation-report` artifact" in summary
+    report = artifacts["evaluation-report"]  # the report itself, which the UI renders
+    assert report["type"] == "markdown" and report["data"] == (repo / "data/evaluate/report.md").read_text()
 
     # A chosen subset runs in DAG order, whatever order it was given in.
     run_id, state = run_flow(repo, stages=["arena", "validate"])

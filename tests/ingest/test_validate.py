@@ -392,3 +392,16 @@ def test_column_wise_rules_reject_exactly_what_judge_rejects(games):
         )
         expected = [judge(config, *game) is not None for game in games]
         assert broken.tolist() == expected, config
+
+
+def test_the_output_folder_keeps_the_gitignore_dvc_wrote_there(tmp_path):
+    # The folder is rebuilt aside and swapped in whole; DVC's .gitignore in it (a tracked file
+    # naming the cached outputs) must survive, or `git status` shows it deleted after every run.
+    out = tmp_path / "validated"
+    out.mkdir()
+    (out / ".gitignore").write_text("/games.arrow\n/rejects.arrow\n/inputs.json\n")
+    (out / "stale.txt").write_text("another run's file\n")
+    (tmp_path / "crlf.pgn").write_bytes(fixture("crlf.pgn"))
+    run_validate([tmp_path / "crlf.pgn"], out, ValidateConfig())
+    assert (out / ".gitignore").read_text() == "/games.arrow\n/rejects.arrow\n/inputs.json\n"
+    assert not (out / "stale.txt").exists() and (out / GAMES).is_file()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.pipeline_fixtures import BIN, STAGES, PipelineRun, copy_tree, dvc, output_files, run
+from tests.pipeline_fixtures import BIN, PROJECT, STAGES, PipelineRun, copy_tree, dvc, output_files, run
 
 pytestmark = pytest.mark.slow
 
@@ -32,6 +32,53 @@ def test_every_stage_ran_and_the_summary_has_every_line(pipeline_run: PipelineRu
     for stage in STAGES:
         assert re.search(rf"^  {stage}\s+\S", done.stdout, re.M), f"no line for {stage}:\n{done.stdout}"
     assert "data/evaluate/report.md" in done.stdout  # where to look next
+
+
+def fits(text: str, width: int = 120) -> bool:
+    return max(map(len, text.splitlines()), default=0) <= width
+
+
+def flat_keys(record: dict, prefix: str = "") -> list[str]:
+    keys = []
+    for key, value in record.items():
+        keys += flat_keys(value, f"{prefix}{key}.") if isinstance(value, dict) else [prefix + key]
+    return keys
+
+
+def test_metrics_are_the_few_numbers_people_compare(pipeline_run: PipelineRun) -> None:
+    declared = {
+        stage: [next(iter(m)) if isinstance(m, dict) else m for m in body.get("metrics", [])]
+        for stage, body in yaml.safe_load((pipeline_run.repo / "dvc.yaml").read_text())["stages"].items()
+    }
+    lock = yaml.safe_load((pipeline_run.repo / "dvc.lock").read_text())["stages"]
+    keys = {}
+    for stage, files in declared.items():
+        for path in files:
+            resolved = next(out["path"] for out in lock[stage]["outs"] if out["path"].endswith(path.split("}")[-1]))
+            keys[resolved] = flat_keys(json.loads((pipeline_run.repo / resolved).read_text()))
+    assert 1 <= max(map(len, keys.values())) <= 12 and sum(map(len, keys.values())) <= 40, keys
+    assert not any(key.split(".")[-1] == "error" for names in keys.values() for key in names)
+    shown = dvc(pipeline_run.repo, "metrics", "show")
+    assert "failed to load" not in shown.stdout + shown.stderr, shown.stdout + shown.stderr
+    assert fits(shown.stdout), shown.stdout
+    for names in keys.values():
+        assert all(name in shown.stdout for name in names)
+
+
+def test_the_readmes_sample_is_written_from_the_run_by_one_command(pipeline_run: PipelineRun, tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    original = (PROJECT / "README.md").read_text()
+    readme.write_text(original)
+    command = [str(BIN / "python"), "-m", "chesscore.pipeline.summary", "--root", str(pipeline_run.repo)]
+    printed = run(command, tmp_path).stdout
+    run([*command, "--readme", str(readme)], tmp_path)
+    text = readme.read_text()
+    start = original.index("```text\n== chess pipeline summary\n") + len("```text\n")
+    rest = original[start:].split("```", 1)[1]  # the README after the sample's closing fence
+    assert text == original[:start] + printed + "```" + rest  # the sample replaced, nothing else
+    before = readme.stat().st_mtime_ns
+    run([*command, "--readme", str(readme)], tmp_path)
+    assert readme.read_text() == text and readme.stat().st_mtime_ns == before  # nothing new: untouched
 
 
 def test_second_repro_is_a_noop(pipeline_run: PipelineRun) -> None:
@@ -60,6 +107,15 @@ def test_exp_run_with_a_train_param_reruns_train_and_what_follows_only(
         if path.startswith(("data/validated/", "data/dataset/")):
             assert after[path] == digest, path
     assert after["data/train/best.pt"] != pipeline_run.outputs["data/train/best.pt"]
+    # Comparing the two: the metrics diff and the experiments table fit a 120-column terminal.
+    diff = dvc(repo, "metrics", "diff")
+    assert "best_nll" in diff.stdout and "failed to load" not in diff.stdout + diff.stderr
+    assert fits(diff.stdout), diff.stdout
+    # DVC adds a column per changed dependency, holding its full md5 (32 characters): the
+    # checkpoints here; `--drop '.*\.pt$'` leaves the experiment's params and metrics.
+    table = dvc(repo, "exp", "show", "--only-changed", "--no-pager", "--drop", r".*\.pt$", env={"COLUMNS": "120"})
+    assert "lr-test" in table.stdout and "train.lr" in table.stdout and "best_nll" in table.stdout
+    assert "…" not in table.stdout and fits(table.stdout), table.stdout  # nothing collapsed
 
 
 def test_push_and_pull_round_trip_every_artifact(pipeline_run: PipelineRun, tmp_path: Path) -> None:
@@ -75,6 +131,18 @@ def test_push_and_pull_round_trip_every_artifact(pipeline_run: PipelineRun, tmp_
     assert output_files(clone) == pipeline_run.outputs  # every output, byte for byte
     status = dvc(clone, "status")
     assert "up to date" in status.stdout, status.stdout
+    done = dvc(clone, "repro")
+    assert ran_and_skipped(done.stdout + done.stderr) == (set(), set(STAGES)), done.stdout
+    assert output_files(clone) == pipeline_run.outputs
+    # DVC reruns a stage whose uncached metrics or plots are missing; each puts them back, the
+    # same bytes (train as the no-op of a finished run, evaluate from its record or anew).
+    gone = ["data/train/metrics.json", "data/train/plots/validation.csv", "data/evaluate/plots/accuracy_by_phase.csv"]
+    for path in gone:
+        (clone / path).unlink()
+    done = dvc(clone, "repro")
+    assert ran_and_skipped(done.stdout + done.stderr)[0] == {"train", "evaluate"}, done.stdout
+    assert output_files(clone) == pipeline_run.outputs
+    assert "up to date" in dvc(clone, "status").stdout
 
 
 def test_two_repros_at_once_the_second_fails_clearly_and_nothing_is_corrupted(

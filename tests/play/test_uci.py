@@ -14,7 +14,8 @@ import torch
 from chesscore import checkpoint
 from chesscore.model import CONFIGS, GPT, GPTConfig
 from chesscore.play.engine import Stockfish, StockfishLevel
-from chesscore.play.uci import UCIEngine, fallback_move
+from chesscore.play.fallback import fallback_move
+from chesscore.play.uci import UCIEngine
 from chesscore.tokens import encode_game
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -182,3 +183,50 @@ def test_fallback_prefers_mate_then_the_biggest_capture():
     board = chess.Board("4k3/8/8/3q1p2/4P3/8/8/4K3 w - - 0 1")  # exd5 (queen) beats exf5 (pawn)
     assert fallback_move(board, rng).uci() == "e4d5"
     assert fallback_move(chess.Board("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1"), rng) is None  # stalemate
+
+
+# lichess-bot's stock config.yml: `uci_options` (Move Overhead, Threads, Hash) and `ponder: true`;
+# python-chess refuses to configure an option the engine did not declare.
+LICHESS_BOT_OPTIONS = {"Move Overhead": 100, "Threads": 2, "Hash": 256}
+
+
+def test_lichess_bot_options_through_python_chess(tiny_checkpoint):
+    board = chess.Board()
+    with chess.engine.SimpleEngine.popen_uci(_command(tiny_checkpoint), cwd=ROOT) as engine:
+        for name in ("Hash", "Move Overhead", "Ponder", "MultiPV", "Debug", "Threads"):
+            assert name in engine.options, name
+        engine.configure(LICHESS_BOT_OPTIONS)
+        for _ in range(6):  # as lichess-bot plays: a clock, pondering on
+            limit = chess.engine.Limit(white_clock=60, black_clock=60, white_inc=1, black_inc=1)
+            result = engine.play(board, limit, ponder=True, info=chess.engine.INFO_ALL)
+            assert result.move in board.legal_moves
+            board.push(result.move)
+        # MultiPV: the N most likely moves, distinct and legal; the move played is the first.
+        infos = engine.analyse(board, chess.engine.Limit(time=1), multipv=3)
+        moves = [info["pv"][0] for info in infos]
+        assert len(set(moves)) == 3 and all(move in board.legal_moves for move in moves)
+        assert engine.play(board, chess.engine.Limit(time=1)).move == moves[0]
+        with pytest.raises(chess.engine.EngineError):
+            engine.configure({"Hash": "lots"})  # a malformed value still fails
+
+
+def test_illegal_choice_notes_only_with_debug():
+    def notes(engine, out) -> int:
+        board = chess.Board()
+        for _ in range(12):  # an untrained model's unmasked choice is often illegal
+            engine.handle("position startpos moves " + " ".join(m.uci() for m in board.move_stack))
+            engine.handle("go movetime 10")
+            board.push_uci(_bestmove(out))
+        return out.getvalue().count("unmasked choice was illegal")
+
+    quiet, out = _engine()
+    assert notes(quiet, out) == 0
+    for switch in ("setoption name Debug value true", "debug on"):
+        loud, out = _engine()
+        loud.handle(switch)
+        assert notes(loud, out) > 0
+    loud.handle("debug off")
+    before = out.getvalue().count("unmasked")
+    loud.handle("position startpos moves e2e4")
+    loud.handle("go")
+    assert out.getvalue().count("unmasked") == before

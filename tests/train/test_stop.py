@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import torch
 
 from chesscore import checkpoint, failures
 from chesscore.train.data import TrainData
@@ -110,3 +111,30 @@ def test_stage_refuses_to_start_past_the_deadline(tmp_path, monkeypatch):
             ["--params", str(tmp_path / "none.yaml"), "--dataset", str(tmp_path), "--output", str(tmp_path / "out")]
         )
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("stop", ["max_updates", "time_budget"])
+def test_a_stop_between_validations_validates_the_weights_it_stops_with(data, tmp_path, stop):
+    # max_updates 2 < validation_every_steps 3: without the stop's own validation, best.pt would
+    # be the untrained step-0 weights. The time budget is spent after one update (a fake clock).
+    config = replace(CONFIG, max_updates=2) if stop == "max_updates" else replace(CONFIG, max_seconds=1.0)
+    trainer = Trainer(config, data, tmp_path, setup("cpu"), model_config=MODEL)
+    if stop == "time_budget":
+        trainer.budget.spent = lambda: trainer.state.step >= 1
+    results = trainer.run()
+    steps = [h["step"] for h in results["history"]]
+    assert results["status"] == stop and steps == [0, results["step"]] and results["step"] in (1, 2)
+    assert results["best_step"] == results["step"] > 0  # it learned: the stop's validation is the best
+    best, last = checkpoint.load(tmp_path / "best.pt"), checkpoint.load(tmp_path / "last.pt")
+    assert best["step"] == results["step"]
+    assert all(torch.equal(best["model"][k], last["model"][k]) for k in best["model"])
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert (
+        metrics["best_step"] == results["step"]
+        and metrics["best_validation_nll"] < results["history"][0]["validation"]["nll"]
+    )
+
+
+def test_a_stop_at_a_validated_step_adds_no_validation(data, tmp_path):
+    results = run(data, tmp_path, replace(CONFIG, max_updates=3))
+    assert [h["step"] for h in results["history"]] == [0, 3]
