@@ -131,7 +131,7 @@ def test_a_stop_between_validations_validates_the_weights_it_stops_with(data, tm
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert (
         metrics["best_step"] == results["step"]
-        and metrics["best_validation_nll"] < results["history"][0]["validation"]["nll"]
+        and metrics["best_nll"] < results["history"][0]["validation"]["nll"]
     )
 
 
