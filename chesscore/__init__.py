@@ -10,6 +10,8 @@ At the top, what every part shares:
     config      settings dataclasses: checked mappings, fields documented by their comments
     ranges      the sign and range checks of every config dataclass's knobs
     progress    the progress bar every long loop shows
+    seeds       one seed per use of a run's seed, derived by hashing (training, arena, self-play)
+    resume      resuming a run: which checkpoint, identity checks, stable checkpoint bytes
     locks       OS file locks that die with their process; temporary folders owned by one
     children    pool workers that die with the process that started them
 

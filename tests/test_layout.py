@@ -71,7 +71,7 @@ def test_every_package_says_what_it_holds_and_exports_its_public_names(name: str
         ("chesscore.pgn.inputs", "InputError", failures.BadInput),
         ("chesscore.ingest.convert", "LeakageError", failures.BadInput),
         ("chesscore.checkpoint", "CheckpointError", failures.Refused),
-        ("chesscore.train.state", "ResumeRefused", failures.Refused),
+        ("chesscore.resume", "ResumeRefused", failures.Refused),
         ("chesscore.eval.evaluate", "DatasetMismatch", failures.Refused),
         ("chesscore.play.engine", "StockfishMissing", failures.Refused),
         ("chesscore.selfplay.plan", "WorkerDied", failures.Temporary),

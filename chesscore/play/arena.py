@@ -34,13 +34,13 @@ import numpy as np
 import torch
 
 from chesscore import ranges
-from chesscore.fileio import sha256_json
 from chesscore.model import GPT
 from chesscore.play.adjudication import Adjudication, GameAdjudicator, Judge, pgn_tags
 from chesscore.play.elo import AnchoredResult, anchored_rating, elo_difference
 from chesscore.play.endings import decided_by, termination
 from chesscore.play.engine import Stockfish, StockfishLevel
 from chesscore.play.moves import ModelPlayer, Sampler, choose_moves, drop_finished
+from chesscore.seeds import derive_seed
 from chesscore.tokens import PAD, State, encode_game, encode_move
 
 # Named book lines (UCI). Short, so the model still plays nearly the whole game.
@@ -71,11 +71,6 @@ OPENINGS: tuple[tuple[str, str], ...] = (
     ("Reti Opening", "g1f3 d7d5 c2c4"),
 )
 RANDOM, STOCKFISH, CHECKPOINT = "random", "stockfish", "checkpoint"
-
-
-def derive_seed(*labels: object) -> int:
-    """A 31-bit seed from labels (the arena seed, an opponent's name, a game number)."""
-    return int(sha256_json([str(label) for label in labels])[:8], 16) & 0x7FFFFFFF
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Self-play over many processes (or, with the `ray` backend, many machines).
 
 The games are cut into shards of `shard_games`; shard s is played by `play_games` with seed
-`seed*1000 + s`, and the records come back in shard order. So the output depends only on
+`derive_seed(seed, "shard", s)`, and the records come back in shard order. So the output depends only on
 the models, the config and shard_games: not on the worker count, the backend or which
 worker finished first.
 
@@ -32,12 +32,12 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack
 
 import torch
-from tqdm import tqdm
 
 from chesscore.checkpoint import load_model, model_payload, save
 from chesscore.children import die_with_parent
 from chesscore.locks import scratch_dir
 from chesscore.model import GPT
+from chesscore.progress import progress_bar
 from chesscore.selfplay.games import GameRecord, SelfPlayConfig, play_games, summarise
 from chesscore.selfplay.plan import Shard, WorkerDied, plan_shards
 
@@ -132,8 +132,7 @@ class SelfPlayPool:
         shards = plan_shards(cfg, shard_games)
         if opponent is model:
             opponent = None
-        bar = tqdm(total=len(shards), unit="shard", desc="self-play", disable=not self.progress)
-        with bar:
+        with progress_bar(self.progress, total=len(shards), unit="shard", desc="self-play") as bar:
             if self.workers == 0 and self._ray is None:  # the models as they are, on their device
                 results = {}
                 for shard in shards:

@@ -40,14 +40,13 @@ from chesscore.fileio import (
 )
 from chesscore.model import GPT
 from chesscore.play.adjudication import Adjudication
-from chesscore.play.arena import derive_seed
 from chesscore.play.elo import elo_difference
+from chesscore.resume import canonical, find_resume
+from chesscore.seeds import derive_seed
 from chesscore.selfplay.export import PlayedGame, write_games
 from chesscore.selfplay.games import GameRecord, SelfPlayConfig, summarise
 from chesscore.selfplay.parallel import SelfPlayPool
 from chesscore.selfplay.rl import REWARDS, PGConfig, make_reward, policy_gradient_step
-from chesscore.train.config import identity_diff
-from chesscore.train.state import ResumeRefused, check_identity
 
 CHECKPOINT = "rl.pt"
 STATS = "stats.json"
@@ -62,6 +61,8 @@ CODE = (
     LIBRARY / "features.py",
     LIBRARY / "play",
     LIBRARY / "selfplay",
+    LIBRARY / "resume.py",
+    LIBRARY / "seeds.py",
 )
 # How fast and where the games were played: kept out of the checkpoint, whose bytes must not
 # depend on the machine or the worker count.
@@ -145,43 +146,6 @@ def run_identity(cfg: RunConfig, checkpoint_path: Path, supervised: dict[str, An
     }
 
 
-def _load_state(
-    path: Path, identity: dict[str, Any], resume: str, iterations: int, log: Callable[[str], None]
-) -> dict | None:
-    """The saved run to continue from, or None to start afresh (resume: auto | none | PATH).
-    auto starts afresh where PATH is refused: another identity, or more iterations done than
-    asked for (a run cannot be shortened after the fact)."""
-    if resume == "none":
-        return None
-    source = path if resume == "auto" else Path(resume)
-    if resume == "auto" and not source.is_file():
-        return None
-    saved = checkpoint.load(source)
-    differ = identity_diff(saved.get("identity", {}), identity)
-    done = len(json.loads(saved.get("history_json", "[]")))
-    if resume == "auto" and (differ or done > iterations):
-        why = f"identity differs ({', '.join(differ[:4])})" if differ else f"{done} iterations done, {iterations} asked"
-        log(f"{source}: {why}; starting afresh")
-        return None
-    check_identity(source, saved.get("identity", {}), identity)
-    if done > iterations:
-        raise ResumeRefused(f"{source}: {done} iterations done, only {iterations} asked for")
-    return saved
-
-
-def _unshared(value: Any) -> Any:
-    """The same value built of fresh objects (tensors kept). Pickle writes an object it has
-    already written as a back-reference, so equal payloads whose strings are shared
-    differently (a resumed optimizer's keys come from the unpickler) would differ in bytes."""
-    if isinstance(value, dict):
-        return {_unshared(key): _unshared(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_unshared(item) for item in value)
-    if isinstance(value, str):
-        return value.encode().decode()  # a new object (CPython shares only "" and 1-char strings)
-    return value
-
-
 def _versus(stats: dict) -> dict[str, Any]:
     m = stats["model"]
     return {**elo_difference(m["wins"], m["draws"], m["losses"]).to_dict(), "win_rate": m["wins"] / stats["games"]}
@@ -211,9 +175,15 @@ def run_selfplay(
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
     history: list[dict] = []
     games: list[list[dict]] = []
-    saved = _load_state(out / CHECKPOINT, identity, resume, cfg.iterations, log)
+
+    def too_far(payload: dict[str, Any]) -> str | None:  # a run cannot be shortened after the fact
+        done = len(json.loads(payload.get("history_json", "[]")))
+        return f"{done} iterations done, only {cfg.iterations} asked for" if done > cfg.iterations else None
+
+    saved, note, source = find_resume(resume, out / CHECKPOINT, identity, refuse=too_far)
+    if saved is None and resume == "auto" and source.exists():
+        log(note)
     if saved is not None:
-        source = out / CHECKPOINT if resume == "auto" else Path(resume)
         checkpoint.check_weights(source, model.config, saved.get("model"))
         try:
             model.load_state_dict(saved["model"])
@@ -241,7 +211,7 @@ def run_selfplay(
                     history_json=canonical_json(history),
                     games_json=canonical_json(games),
                 )
-                checkpoint.save(_unshared(payload), out / CHECKPOINT)
+                checkpoint.save(canonical(payload), out / CHECKPOINT)
                 log(_line(entry, timings[k]))
     opponent_name = "self" if cfg.opponent == "self" else Path(cfg.opponent).name
     played = [

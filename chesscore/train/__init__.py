@@ -12,9 +12,9 @@ Modules: `config` (every knob, and the run identity that decides a resume), `tra
 and memory per microbatch size).
 """
 
+from chesscore.resume import ResumeRefused
 from chesscore.train.config import TrainConfig, identity
 from chesscore.train.data import TrainData, open_dataset
-from chesscore.train.state import ResumeRefused
 from chesscore.train.trainer import train
 
 __all__ = ["ResumeRefused", "TrainConfig", "TrainData", "identity", "open_dataset", "train"]

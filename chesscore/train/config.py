@@ -11,7 +11,7 @@ deadline) are not in it: a run paused by its time budget resumes with a new budg
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -35,6 +35,8 @@ TRAINING_CODE = (
     LIBRARY / "boards.py",
     LIBRARY / "features.py",
     LIBRARY / "checkpoint.py",
+    LIBRARY / "resume.py",
+    LIBRARY / "seeds.py",
 )
 DEVICES = ("auto", "cpu", "cuda")  # chesscore.train.distributed picks the CUDA device of each rank
 
@@ -142,15 +144,3 @@ def identity(
         "precision": precision,
         "torch": str(torch.__version__),
     }
-
-
-def identity_diff(saved: Mapping[str, Any], current: Mapping[str, Any], prefix: str = "") -> list[str]:
-    """Dotted keys whose values differ, e.g. ["hyperparameters.lr", "world_size"]."""
-    keys = []
-    for key in sorted(set(saved) | set(current)):
-        a, b = saved.get(key, "<absent>"), current.get(key, "<absent>")
-        if isinstance(a, Mapping) and isinstance(b, Mapping):
-            keys += identity_diff(a, b, f"{prefix}{key}.")
-        elif a != b:
-            keys.append(f"{prefix}{key}")
-    return keys

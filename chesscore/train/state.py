@@ -6,15 +6,14 @@ in last.pt with the optimizer, the scheduler and every rank's RNG state; a resum
 recomputes the epoch plan and continues at the cursor, so N steps + resume + M steps give
 the same weights as N + M steps.
 
-A checkpoint resumes only under an equal identity (`check_identity` names the keys that
-differ). A run that ended for good (`terminal_status`) is not continued: resuming it is a
+A checkpoint resumes only under an equal identity (chesscore.resume: the rules training and
+self-play share). A run that ended for good (`terminal_status`) is not continued: resuming it is a
 no-op that returns a receipt.
 """
 
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,9 @@ from typing import Any
 import torch
 
 from chesscore import checkpoint
-from chesscore.failures import Refused
-from chesscore.train.config import TrainConfig, identity_diff
+from chesscore import resume as resume_rules
+from chesscore.resume import canonical
+from chesscore.train.config import TrainConfig
 
 TERMINAL = ("early_stop", "max_updates", "max_epochs")
 RESUMABLE = ("time_budget", "deadline_soft_stop")
@@ -86,50 +86,18 @@ def terminal_status(state: TrainState, config: TrainConfig) -> str | None:
     return None
 
 
-class ResumeRefused(Refused, ValueError):
-    """A checkpoint whose identity differs from this run's."""
-
-
-def check_identity(path: Path, saved: dict[str, Any], current: dict[str, Any]) -> None:
-    keys = identity_diff(saved, current)
-    if keys:
-        raise ResumeRefused(
-            f"{path}: cannot resume, the identity differs in {len(keys)} key(s): "
-            f"{', '.join(keys)} (details: {_describe(saved, current, keys)})"
-        )
-
-
-def _describe(saved: dict[str, Any], current: dict[str, Any], keys: list[str], limit: int = 6) -> str:
-    def get(tree: Any, dotted: str) -> Any:
-        for part in dotted.split("."):
-            tree = tree.get(part, "<absent>") if isinstance(tree, dict) else "<absent>"
-        return tree
-
-    parts = [f"{key}: checkpoint {get(saved, key)!r}, this run {get(current, key)!r}" for key in keys[:limit]]
-    return "; ".join(parts) + ("; ..." if len(keys) > limit else "")
+def _not_last(payload: dict[str, Any]) -> str | None:
+    if "train_state" not in payload or "optimizer" not in payload:
+        return "not a last checkpoint (no optimizer or train state)"
+    return None
 
 
 def find_resume(resume: str, output: Path, identity: dict[str, Any]) -> tuple[dict[str, Any] | None, str, Path]:
-    """(checkpoint payload to continue from or None for a fresh start, why, its path).
-
-    resume="auto": output/last.pt when it exists and its identity matches; when it differs
-    (params, code or data changed in the same output folder) a fresh start, saying why.
-    resume="none": a fresh start. resume=PATH: that checkpoint, or ResumeRefused."""
-    path = output / "last.pt" if resume in ("auto", "none") else Path(resume)
-    if resume == "none":
-        return None, "fresh start", path
-    if resume == "auto" and not path.exists():
-        return None, "fresh start: no last.pt yet", path
-    payload = checkpoint.load(path)
-    if "train_state" not in payload or "optimizer" not in payload:
-        raise ResumeRefused(f"{path}: not a last checkpoint (no optimizer or train state)")
-    try:
-        check_identity(path, payload["identity"], identity)
-    except ResumeRefused as refused:
-        if resume != "auto":
-            raise
-        return None, f"fresh start, not resuming: {refused}", path
-    return payload, f"resuming from {path} at step {payload['train_state']['step']}", path
+    """chesscore.resume.find_resume for output/last.pt; the note names the step it resumes at."""
+    payload, note, path = resume_rules.find_resume(resume, output / "last.pt", identity, refuse=_not_last)
+    if payload is not None:
+        note = f"{note} at step {payload['train_state']['step']}"
+    return payload, note, path
 
 
 def receipt(path: Path, payload: dict[str, Any], status: str) -> dict[str, Any]:
@@ -160,19 +128,6 @@ def set_rng_state(state: dict[str, torch.Tensor | None], device: torch.device) -
     torch.set_rng_state(state["cpu"])
     if device.type == "cuda" and state["cuda"] is not None:
         torch.cuda.set_rng_state(state["cuda"], device)
-
-
-def canonical(obj: Any) -> Any:
-    """The same structure rebuilt with interned strings. Pickle shares repeated objects by
-    identity, so without this a resumed run (whose optimizer keys were unpickled, not
-    interned) would save equal content as different bytes."""
-    if isinstance(obj, dict):
-        return {canonical(key): canonical(value) for key, value in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(canonical(value) for value in obj)
-    if isinstance(obj, str):
-        return sys.intern(obj)
-    return obj
 
 
 def last_payload(

@@ -16,7 +16,6 @@ validation NLL improves, both atomically, so a killed run always leaves a loadab
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import time
 from pathlib import Path
@@ -31,6 +30,7 @@ from chesscore import checkpoint, progress
 from chesscore.fileio import atomic_write_json, sha256_json
 from chesscore.model import CONFIGS, GPT, GPTConfig
 from chesscore.progress import progress_bar
+from chesscore.seeds import derive_seed
 from chesscore.tokens import PAD
 from chesscore.train.batching import (
     IGNORE,
@@ -76,10 +76,6 @@ from chesscore.train.state import (
 FINISHING = ("early_stop", "max_updates", "max_epochs", "time_budget")
 
 
-def derived_seed(seed: int, *labels: Any) -> int:
-    return int.from_bytes(hashlib.sha256(json.dumps([seed, *labels]).encode()).digest()[:8], "little") >> 1
-
-
 class Trainer:
     def __init__(
         self,
@@ -99,7 +95,7 @@ class Trainer:
         check_context(self.lengths, self.model_config.block_size, "train")
         check_context(np.asarray(data.validation.lengths()), self.model_config.block_size, "validation")
         self.deadline = deadline or Deadline.parse(config.deadline, config.deadline_margin_seconds)
-        torch.manual_seed(derived_seed(config.seed, "init"))  # the same weights on every rank
+        torch.manual_seed(derive_seed(config.seed, "init"))  # the same weights on every rank
         self.model = GPT(self.model_config).to(env.device)
         precision = "bf16-autocast, fp32 weights" if env.bf16 else "fp32"
         self.identity = identity(
@@ -129,7 +125,7 @@ class Trainer:
         )
         if payload is None:
             self.state = TrainState()
-            torch.manual_seed(derived_seed(config.seed, "rank", env.rank))
+            torch.manual_seed(derive_seed(config.seed, "rank", env.rank))
         else:
             checkpoint.check_weights(self.resume_path, self.model.config, payload.get("model"))
             try:

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from chesscore.model import CONFIGS, GPT
+from chesscore.seeds import derive_seed
 from chesscore.selfplay.games import SelfPlayConfig, play_games
 from chesscore.selfplay.parallel import SelfPlayPool, WorkerDied, plan_shards
 
@@ -40,9 +41,13 @@ def _expected(model, opponent, cfg, shard_games):
 
 def test_shards_have_their_own_seeds_and_cover_every_game():
     shards = plan_shards(SelfPlayConfig(games=10, seed=3), shard_games=4)
-    assert [(s.index, s.cfg.games, s.cfg.seed) for s in shards] == [(0, 4, 3000), (1, 4, 3001), (2, 2, 3002)]
-    with pytest.raises(ValueError, match="raise shard_games"):
-        plan_shards(SelfPlayConfig(games=1001), shard_games=1)
+    assert [(s.index, s.cfg.games) for s in shards] == [(0, 4), (1, 4), (2, 2)]
+    assert [s.cfg.seed for s in shards] == [derive_seed(3, "shard", s) for s in range(3)]
+    many = plan_shards(SelfPlayConfig(games=2000, seed=0), shard_games=1)  # seed*1000 + s would collide here
+    assert (
+        len({s.cfg.seed for s in many} | {s.cfg.seed for s in plan_shards(SelfPlayConfig(games=2000, seed=1), 1)})
+        == 4000
+    )
 
 
 @pytest.mark.slow
@@ -52,7 +57,8 @@ def test_same_games_in_process_and_over_workers(pool):
         in_process, _ = SelfPlayPool(workers=0).play(model, other, CFG, shard_games=4)
         over_two, stats = pool.play(model, other, CFG, shard_games=4)
         assert in_process == over_two
-        assert [r.seed for r in over_two] == [3000] * 4 + [3001] * 4 + [3002] * 2
+        seeds = [derive_seed(CFG.seed, "shard", s) for s in range(3)]
+        assert [r.seed for r in over_two] == [seeds[0]] * 4 + [seeds[1]] * 4 + [seeds[2]] * 2
         assert stats["games"] == 10 and stats["shards"] == 3 and stats["workers"] == 2
     assert [(r.white, r.black) for r in over_two[:4]] == [("model", "opponent"), ("opponent", "model")] * 2
 
@@ -90,7 +96,7 @@ def test_a_worker_killed_mid_shard_is_named_and_the_next_call_works(pool):
     assert not caller.is_alive(), "the call hung after its worker died"
     error = outcome.get("error")
     assert isinstance(error, WorkerDied), outcome
-    assert "worker 0 died while playing shard 0 (seed 1000, 64 games)" in str(error)
+    assert f"worker 0 died while playing shard 0 (seed {derive_seed(1, 'shard', 0)}, 64 games)" in str(error)
     records, _ = pool.play(model, None, CFG, shard_games=5)
     assert records == _expected(model, None, CFG, 5)
     assert victim not in pool.pids()

@@ -14,9 +14,9 @@ import torch
 
 from chesscore import checkpoint
 from chesscore.model import GPT
+from chesscore.resume import ResumeRefused
 from chesscore.train.data import TrainData
 from chesscore.train.distributed import setup
-from chesscore.train.state import ResumeRefused
 from chesscore.train.trainer import Trainer
 from tests.training_data import CONFIG, MODEL, run, same_artifacts, small_data
 
