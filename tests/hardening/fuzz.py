@@ -277,7 +277,7 @@ def check_one(folder: Path, name: str, data: bytes) -> tuple[list[str], float, i
     outlock.release_output(validated)
     if code not in (0, 65):
         problems.append(f"validate exit {code}\n{trace}")
-    if code == 0:
+    if code == 0 or (validated / "report.json").is_file():  # 65 after writing: no game accepted
         report = json.loads((validated / "report.json").read_text())
         for path, entry in report["by_file"].items():
             seen += entry["games_seen"]
@@ -285,6 +285,7 @@ def check_one(folder: Path, name: str, data: bytes) -> tuple[list[str], float, i
                 problems.append(f"accounting: {path}: {entry}")
         if report["by_reason"].get("internal_error"):
             problems.append(f"internal_error rejects: {report['by_reason']['internal_error']}")
+    if code == 0:
         code, trace = run_main(
             "stages.convert", ["--validated", str(validated), "--out", str(dataset), "--no-progress", "--params", none]
         )
