@@ -19,6 +19,9 @@ from chesscore.play.uci import UCIEngine
 from chesscore.tokens import encode_game
 
 ROOT = Path(__file__).resolve().parents[2]
+# Seconds python-chess waits for `uciok`: importing torch and loading the checkpoint took more
+# than its default 10 s while the suite ran beside other engineers' pipelines on 2 cores.
+STARTUP = 120
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +50,7 @@ def _bestmove(out: io.StringIO) -> str:
 def test_full_games_through_python_chess_against_random_and_stockfish(tiny_checkpoint, stockfish):
     rng = random.Random(3)
     stockfish = Stockfish(stockfish, StockfishLevel("sf", skill=0, movetime_ms=5))
-    with chess.engine.SimpleEngine.popen_uci(_command(tiny_checkpoint), cwd=ROOT) as engine, stockfish:
+    with chess.engine.SimpleEngine.popen_uci(_command(tiny_checkpoint), cwd=ROOT, timeout=STARTUP) as engine, stockfish:
         assert engine.id["name"].startswith("chesscore tiny.pt")
         engine.configure({"Temperature": "1.0", "Seed": 5})
         for opponent, model_white in (("random", True), ("random", False), ("stockfish", True)):
@@ -192,7 +195,7 @@ LICHESS_BOT_OPTIONS = {"Move Overhead": 100, "Threads": 2, "Hash": 256}
 
 def test_lichess_bot_options_through_python_chess(tiny_checkpoint):
     board = chess.Board()
-    with chess.engine.SimpleEngine.popen_uci(_command(tiny_checkpoint), cwd=ROOT) as engine:
+    with chess.engine.SimpleEngine.popen_uci(_command(tiny_checkpoint), cwd=ROOT, timeout=STARTUP) as engine:
         for name in ("Hash", "Move Overhead", "Ponder", "MultiPV", "Debug", "Threads"):
             assert name in engine.options, name
         engine.configure(LICHESS_BOT_OPTIONS)
