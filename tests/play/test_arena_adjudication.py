@@ -16,6 +16,7 @@ from chesscore import checkpoint, failures
 from chesscore.model import CONFIGS, GPT
 from chesscore.play.adjudication import Adjudication, score_text
 from chesscore.play.arena import ArenaConfig, Opponent, pgn_text, play_match, summarise
+from tests.play.test_arena import _arena  # the stage as a subprocess, with tmp_path/params.yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = Adjudication(judge_nodes=300, every_plies=3, resign_moves=2, draw_from_move=20)
@@ -75,16 +76,6 @@ def test_without_a_judge_the_cap_is_a_draw_and_nothing_ends_early(model):
     games = play_match(model, Opponent.random(), config)  # no Stockfish needed at all
     assert all(g.judged == 0 and g.judge_score is None for g in games)
     assert all(g.result == "1/2-1/2" for g in games if g.termination == "ply_cap")
-
-
-def _arena(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "stages.arena", "--params", str(tmp_path / "params.yaml"), *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 @pytest.mark.slow
