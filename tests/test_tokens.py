@@ -99,13 +99,17 @@ def test_promotion_phase_offers_exactly_the_four_pieces():
     assert set(np.flatnonzero(state.mask())) == {T.KNIGHT, T.BISHOP, T.ROOK, T.QUEEN}
 
 
+def _round_trip_and_replay(games, replay_every: int) -> None:
+    for moves in games:
+        assert [decode_move(encode_move(m)) for m in moves] == moves  # every move
+    for moves in games[::replay_every]:  # a full replay costs a move generation per ply
+        assert decode_game(encode_game(moves)) == moves
+
+
 def test_sample_games_round_trip_and_replay():
     games = sample_games()
     assert len(games) > 3000
-    for moves in games:
-        assert [decode_move(encode_move(m)) for m in moves] == moves  # every move
-    for moves in games[::15]:  # a full replay costs a move generation per ply
-        assert decode_game(encode_game(moves)) == moves
+    _round_trip_and_replay(games, replay_every=15)
 
 
 def test_sample_games_automaton_equals_move_generator():
@@ -123,10 +127,7 @@ def test_sample_games_automaton_equals_move_generator():
 def test_corpus_games_round_trip_and_replay():
     games = standard_games()
     assert len(games) > 1000
-    for moves in games:
-        assert [decode_move(encode_move(m)) for m in moves] == moves  # every move
-    for moves in games[::5]:  # a full replay costs a move generation per ply
-        assert decode_game(encode_game(moves)) == moves
+    _round_trip_and_replay(games, replay_every=5)
 
 
 @pytest.mark.corpus
