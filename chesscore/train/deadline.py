@@ -53,6 +53,11 @@ class Deadline:
     def soft_stop(self) -> bool:
         return self.seconds_left() <= 0
 
+    def validation_window_closed(self) -> bool:
+        """After the soft stop, a validation of the weights it stops with may run until half
+        the margin is left (the other half saves); SIGTERM (`at` = 0) leaves no window."""
+        return self.at is not None and self.clock() >= self.at - self.margin / 2
+
 
 @dataclass
 class Budget:

@@ -7,8 +7,12 @@ One process, or one per device under torchrun (the same call; see chesscore.trai
 Each loop turn first runs a validation that is owed (step 0, an epoch end, every K steps),
 then asks whether to stop, then takes one optimizer step. A stop that ends the run (max_updates,
 max_epochs, time budget, early stop) validates this step's weights first unless the last
-validation was at this step, so best.pt is always the best validated model. A validation cut short by the
-deadline changes nothing: the cursor keeps `validation_due` and the resumed run does it.
+validation was at this step, so best.pt is always the best validated model. The deadline's soft
+stop validates them too, in the first half of its margin, as a provisional result: best.pt is the
+best validated model while the run waits, and the resumed run puts the scheduled best back
+(SCHEDULED_BEST) and goes on as if never stopped, to the bytes of an uninterrupted run. A
+validation cut short by the deadline changes nothing: the cursor keeps `validation_due` and the
+resumed run does it.
 last.pt is saved after every validation and at the stop, best.pt (before last.pt) whenever
 validation NLL improves, both atomically, so a killed run always leaves a loadable pair.
 """
@@ -16,8 +20,10 @@ validation NLL improves, both atomically, so a killed run always leaves a loadab
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -71,9 +77,12 @@ from chesscore.train.state import (
 )
 
 # The stops after which DVC records the stage as done and later stages read best.pt. The
-# deadline's soft stop is not among them: it exits 75, has no time to validate (the validation
-# would be cut short by the same deadline) and its resumed run goes on as if never stopped.
+# deadline's soft stop is not among them: it exits 75 and its resumed run goes on as if never
+# stopped, so its own validation (validate_at_deadline) is provisional.
 FINISHING = ("early_stop", "max_updates", "max_epochs", "time_budget")
+# Where a provisional best.pt (from the deadline's validation) moves the scheduled one aside;
+# a resumed run moves it back, a fresh one deletes it.
+SCHEDULED_BEST = "best.scheduled.pt"
 
 
 class Trainer:
@@ -152,6 +161,7 @@ class Trainer:
         self._plan: tuple[int, list] | None = None
         self.budget = Budget(config.max_seconds)
         self.totals = {"useful": 0.0, "padded": 0.0, "seconds": 0.0, "updates": 0}
+        self.deadline_validation: dict[str, Any] | None = None  # the deadline's provisional one
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -161,8 +171,10 @@ class Trainer:
             for stale in [*self.output.glob(".*.tmp"), *self.output.glob("plots/.*.tmp")]:
                 stale.unlink()  # left by a process killed in the middle of an atomic write
             if fresh:  # outputs of another run must not pass for this one's
-                for name in ("last.pt", *OUTPUTS):
+                for name in ("last.pt", SCHEDULED_BEST, *OUTPUTS):
                     (self.output / name).unlink(missing_ok=True)
+            elif (self.output / SCHEDULED_BEST).exists():  # undo a deadline's provisional best
+                (self.output / SCHEDULED_BEST).replace(self.output / "best.pt")
             atomic_write_json(self.output / "identity.json", self.identity)
         self.env.barrier()
 
@@ -217,6 +229,8 @@ class Trainer:
                     self.state.validation_due, status = True, None
                 elif status is None:
                     self.train_step(bar)
+            if status == "deadline_soft_stop" and not self.state.validation_due and not self.validated_at_this_step():
+                self.validate_at_deadline()
         self.save(improved=False, status=status)
         return self.finish(status, time.perf_counter() - started)
 
@@ -324,33 +338,19 @@ class Trainer:
     # -- validation and checkpoints ----------------------------------------------------------
 
     def validate(self) -> bool:
-        """Validate on this rank's share of the batches and sum over ranks. False (and nothing
-        recorded) when the deadline cut it short."""
-        env, config = self.env, self.config
-        validation = self.data.validation
-        batches = eval_batches(validation.lengths(), config.validation_micro or 2 * config.micro)
-        mine = batches[env.rank :: env.world_size]
-        mine += [np.zeros(0, dtype=np.int64)] * (-(-len(batches) // env.world_size) - len(mine))
+        """Validate and record it (best, patience, checkpoints). False (and nothing recorded)
+        when the deadline cut it short."""
         started = time.perf_counter()
-        totals = accumulate(
-            self.model,
-            validation,
-            mine,
-            device=env.device,
-            bf16=env.bf16,
-            legality=legality_subset(len(validation), config.legality_eval_games),
-            should_stop=lambda: env.any(self.deadline.soft_stop()),
-        )
-        if totals is None:
+        metrics = self.measure(should_stop=lambda: self.env.any(self.deadline.soft_stop()))
+        if metrics is None:
             self.events("validation_cut_short", step=self.state.step, seconds=time.perf_counter() - started)
-            if env.is_main:
+            if self.env.is_main:
                 console(
                     f"train: validation at step {self.state.step} cut short by the deadline; "
                     "best and patience unchanged"
                 )
             return False
-        metrics = Totals(env.all_reduce_sum(totals.tensor())).result()
-        improved = self.state.record_validation(metrics, config.min_delta)
+        improved = self.state.record_validation(metrics, self.config.min_delta)
         self.events(
             "validation",
             step=self.state.step,
@@ -361,14 +361,57 @@ class Trainer:
             seconds=time.perf_counter() - started,
             **metrics,
         )
-        if env.is_main:
+        if self.env.is_main:
             progress.write(
                 f"validation @ step {self.state.step}: nll {metrics['nll']:.4f} "
                 f"(best {self.state.best_nll:.4f} @ {self.state.best_step}, "
-                f"{self.state.bad_checks}/{config.patience} without improvement)"
+                f"{self.state.bad_checks}/{self.config.patience} without improvement)"
             )
         self.save(improved=improved, status=None)
         return True
+
+    def validate_at_deadline(self) -> None:
+        """Validate the weights the deadline stops with, without recording it in the state the
+        resumed run continues from. When they beat the best, best.pt becomes theirs and the
+        scheduled best moves to SCHEDULED_BEST, which the resumed run moves back."""
+        started = time.perf_counter()
+        metrics = self.measure(should_stop=lambda: self.env.any(self.deadline.validation_window_closed()))
+        if metrics is None:
+            return
+        provisional = TrainState.from_dict(copy.deepcopy(self.state.to_dict()))
+        improved = provisional.record_validation(metrics, self.config.min_delta)
+        if improved and self.env.is_main:
+            best = self.output / "best.pt"
+            if best.exists():
+                best.replace(self.output / SCHEDULED_BEST)
+            checkpoint.save(best_payload(self.model, self.identity, provisional), best)
+        self.deadline_validation = {"step": self.state.step, "nll": metrics["nll"], "improved": improved}
+        self.events("deadline_validation", seconds=time.perf_counter() - started, **self.deadline_validation)
+        if self.env.is_main:
+            console(
+                f"train: validated at the deadline, step {self.state.step}: nll {metrics['nll']:.4f} "
+                + ("(best.pt until the run resumes)" if improved else f"(best {self.state.best_nll:.4f} stays)")
+            )
+        self.env.barrier()
+
+    def measure(self, should_stop: Callable[[], bool]) -> dict[str, Any] | None:
+        """Validation metrics from this rank's share of the batches, summed over ranks; None
+        when `should_stop` cut it short."""
+        env, config = self.env, self.config
+        validation = self.data.validation
+        batches = eval_batches(validation.lengths(), config.validation_micro or 2 * config.micro)
+        mine = batches[env.rank :: env.world_size]
+        mine += [np.zeros(0, dtype=np.int64)] * (-(-len(batches) // env.world_size) - len(mine))
+        totals = accumulate(
+            self.model,
+            validation,
+            mine,
+            device=env.device,
+            bf16=env.bf16,
+            legality=legality_subset(len(validation), config.legality_eval_games),
+            should_stop=should_stop,
+        )
+        return None if totals is None else Totals(env.all_reduce_sum(totals.tensor())).result()
 
     def save(self, improved: bool, status: str | None) -> None:
         """best.pt first, then last.pt: a kill between them leaves a last.pt that has not
@@ -405,6 +448,7 @@ class Trainer:
             "wall_seconds": wall_seconds,
             "output": str(self.output),
             "identity_sha256": sha256_json(self.identity),
+            "deadline_validation": self.deadline_validation,
         }
         if env.is_main:
             write_results(self.output, results, self.state)

@@ -1,5 +1,6 @@
-"""Stopping: the job deadline (between steps and in the middle of a validation), the time
-budget, and early stopping; a stopped run resumes to the bytes of an uninterrupted one."""
+"""Stopping: the job deadline (between steps, in the middle of a validation, and validating
+provisionally in its margin), the time budget, and early stopping; a stopped run resumes to the
+bytes of an uninterrupted one."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from chesscore.train.data import TrainData
 from chesscore.train.deadline import Deadline, parse_time
 from chesscore.train.distributed import setup
 from chesscore.train.state import TrainState
-from chesscore.train.trainer import Trainer
+from chesscore.train.trainer import SCHEDULED_BEST, Trainer
 from stages import train as train_stage
 from tests.training_data import CONFIG, MODEL, run, same_artifacts, small_data
 
@@ -37,20 +38,27 @@ class LateClock:
     for `grace` more readings, then past the deadline. Real time would make the point at
     which the deadline falls a matter of luck."""
 
-    def __init__(self, step: int, grace: int = 0) -> None:
-        self.step, self.grace, self.trainer = step, grace, None
+    def __init__(self, step: int, grace: int = 0, late: float = 2.0) -> None:
+        self.step, self.grace, self.late, self.trainer = step, grace, late, None
 
     def __call__(self) -> float:
         if self.trainer is not None and self.trainer.state.step >= self.step:
             if self.grace == 0:
-                return 2.0
+                return self.late
             self.grace -= 1
         return 0.0
 
 
-def run_until_deadline(data: TrainData, output: Path, clock: LateClock) -> dict:
+def run_until_deadline(
+    data: TrainData, output: Path, clock: LateClock, deadline: float = 1.0, margin: float = 0.0
+) -> dict:
     trainer = Trainer(
-        CONFIG, data, output, setup("cpu"), model_config=MODEL, deadline=Deadline(at=1.0, margin=0.0, clock=clock)
+        CONFIG,
+        data,
+        output,
+        setup("cpu"),
+        model_config=MODEL,
+        deadline=Deadline(at=deadline, margin=margin, clock=clock),
     )
     clock.trainer = trainer
     return trainer.run()
@@ -81,6 +89,22 @@ def test_deadline_between_steps_is_a_resumable_soft_stop(data, uninterrupted, tm
     assert results["status"] == "deadline_soft_stop" and results["step"] == 4
     assert not checkpoint.load(tmp_path / "last.pt")["train_state"]["validation_due"]
     run(data, tmp_path)
+    same_artifacts(uninterrupted, tmp_path)
+
+
+@pytest.mark.slow
+def test_deadline_validates_provisionally_and_the_resumed_run_undoes_it(data, uninterrupted, tmp_path):
+    # Deadline at 10 s with a margin of 4: the soft stop falls after step 4 (the clock reads 7),
+    # inside the first half of the margin, so the weights of step 4 are validated before saving.
+    results = run_until_deadline(data, tmp_path, LateClock(step=4, late=7.0), deadline=10.0, margin=4.0)
+    assert results["status"] == "deadline_soft_stop" and results["step"] == 4
+    assert results["deadline_validation"]["step"] == 4 and results["deadline_validation"]["improved"]
+    assert checkpoint.load(tmp_path / "best.pt")["step"] == 4  # the best validated model while it waits
+    assert checkpoint.load(tmp_path / SCHEDULED_BEST)["step"] <= 3
+    saved = TrainState.from_dict(checkpoint.load(tmp_path / "last.pt")["train_state"])
+    assert [h["step"] for h in saved.history] == [0, 3]  # not in the state the resumed run continues from
+    run(data, tmp_path)
+    assert not (tmp_path / SCHEDULED_BEST).exists()
     same_artifacts(uninterrupted, tmp_path)
 
 
