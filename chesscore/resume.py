@@ -46,16 +46,23 @@ def check_identity(path: Path, saved: Mapping[str, Any], current: Mapping[str, A
     """ResumeRefused naming the keys (and their two values) where the identities differ."""
     keys = identity_diff(saved, current)
     if keys:
+        shown = ", ".join(keys[:12]) + (f", ... ({len(keys) - 12} more)" if len(keys) > 12 else "")
         raise ResumeRefused(
             f"{path}: cannot resume, the identity differs in {len(keys)} key(s): "
-            f"{', '.join(keys)} (details: {_describe(saved, current, keys)})"
+            f"{shown} (details: {_describe(saved, current, keys)})"
         )
 
 
 def _describe(saved: Mapping[str, Any], current: Mapping[str, Any], keys: list[str], limit: int = 6) -> str:
     def get(tree: Any, dotted: str) -> Any:
-        for part in dotted.split("."):
-            tree = tree.get(part, "<absent>") if isinstance(tree, Mapping) else "<absent>"
+        # Keys may hold dots themselves (code.chesscore/model.py): take the longest key that fits.
+        while dotted:
+            if not isinstance(tree, Mapping):
+                return "<absent>"
+            key = max((k for k in tree if dotted == k or dotted.startswith(f"{k}.")), key=len, default=None)
+            if key is None:
+                return "<absent>"
+            tree, dotted = tree[key], dotted[len(key) + 1 :]
         return tree
 
     parts = [f"{key}: checkpoint {get(saved, key)!r}, this run {get(current, key)!r}" for key in keys[:limit]]
