@@ -17,7 +17,7 @@ import pytest
 from tests.hardening.pgnfiles import run_stage
 from tests.hardening.test_bounds import PEAK_RSS_MIB
 
-INPUTS = int(os.environ.get("CHESSCORE_FUZZ_INPUTS", "200"))
+INPUTS = int(os.environ.get("CHESSCORE_FUZZ_INPUTS", "100"))
 SEED = int(os.environ.get("CHESSCORE_FUZZ_SEED", "0"))
 
 
