@@ -111,6 +111,7 @@ def test_a_worker_that_died_between_calls_is_replaced(pool):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # a Ray node and its workers each import torch: 34 s idle, over 120 s on a loaded machine
 def test_ray_backend_plays_the_same_shards():
     ray = pytest.importorskip("ray", reason="ray is an optional extra: pip install -e '.[ray]'")
     model, opponent = _model(0), _model(1)
