@@ -35,7 +35,6 @@ TRAINING_CODE = (
     LIBRARY / "boards.py",
     LIBRARY / "features.py",
     LIBRARY / "conditioning.py",
-    LIBRARY / "tokens.py",
     LIBRARY / "checkpoint.py",
     LIBRARY / "resume.py",
     LIBRARY / "seeds.py",
