@@ -13,15 +13,12 @@ Which games are dropped to "unknown" is a pure function of the seed and the numb
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from chesscore.seeds import derive_seed
 from chesscore.tokens import PAD, PREFIX_LENGTH, UNKNOWN_PREFIX, conditioning_prefix, rating_token, time_control_token
-
-if TYPE_CHECKING:  # chesscore.train reads this module: no import of it at run time
-    from chesscore.train.batching import GameSource
 
 
 def prefix_of(meta: Mapping[str, Any]) -> tuple[int, int, int]:
@@ -59,7 +56,8 @@ def drop_prefixes(prefixes: np.ndarray, fraction: float, seed: int) -> np.ndarra
 class ConditionedSource:
     """A GameSource of v1 games (a TokenTable or TokenList) read as v2 rows with one prefix each."""
 
-    def __init__(self, base: GameSource, prefixes: np.ndarray | Sequence[Sequence[int]]) -> None:
+    # base: a chesscore.train.batching.GameSource (not imported: chesscore.train reads this module)
+    def __init__(self, base: Any, prefixes: np.ndarray | Sequence[Sequence[int]]) -> None:
         self.base = base
         self.prefixes = np.asarray(prefixes, dtype=np.uint8).reshape(-1, PREFIX_LENGTH)
         if len(self.prefixes) != len(base):
