@@ -15,6 +15,10 @@ So the model knows which piece moves and what it takes without inferring the boa
 whole move history: measured on the demo model, the validation NLL after 50 updates is where the
 plain model is after 150 (docs/strength-experiment.md).
 
+A triples-v2 prefix (3 tokens after BOS, chesscore.tokens) needs nothing of its own: the replay reads
+it as one more move whose tokens are no squares, which leaves the start board as it is, so every
+later position still sees the board of its ply, and the prefix positions name nothing.
+
 With the cache, `Track` keeps each row's tokens by position and its board after every ply: a
 row's board after ply k is computed when position 3k is fed, from the board before it and the
 move's three tokens, so rows that stand still (their scratch tokens overwritten later), are

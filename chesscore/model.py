@@ -1,4 +1,6 @@
-"""GPT decoder over triples-v1 move tokens, in plain torch (after karpathy's nanoGPT).
+"""GPT decoder over triples-v1 move tokens, in plain torch (after karpathy's nanoGPT); with
+`conditioning` over triples-v2 (the same moves after a rating and time-control prefix,
+chesscore.tokens), so one model plays like a player of the strength it is told.
 
 Pre-LayerNorm blocks, learned positions, GELU MLP, causal scaled-dot-product attention,
 input and output embeddings tied. One config dataclass; named configs in CONFIGS.
@@ -31,7 +33,7 @@ import torch.nn.functional as F
 from chesscore import ranges
 from chesscore.failures import Refused
 from chesscore.features import InputFeatures, Track
-from chesscore.tokens import VOCAB_SIZE
+from chesscore.tokens import CONDITIONED_VERSION, VERSION, VOCAB_SIZE
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,7 @@ class GPTConfig:
     dropout: float = 0.0  # dropout on embeddings, attention output and MLP output
     bias: bool = True  # biases in Linear and LayerNorm layers
     move_features: bool = False  # add the embedding of the moving / captured piece (chesscore.features)
+    conditioning: bool = False  # reads triples-v2: BOS, the rating/time-control prefix, then the moves
 
     def __post_init__(self) -> None:
         ranges.check(self, counts=("n_layer", "n_head", "n_embd", "block_size", "vocab_size"), fraction=("dropout",))
@@ -54,6 +57,10 @@ class GPTConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def tokens_version(config: GPTConfig) -> str:
+    return CONDITIONED_VERSION if config.conditioning else VERSION
 
 
 CONFIGS: dict[str, GPTConfig] = {

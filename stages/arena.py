@@ -9,7 +9,10 @@ anchored on the Stockfish levels (CCRL 40/4 scale, see chesscore/play/elo.py). A
 judge adjudicates the games (`arena.adjudication`, chesscore/play/adjudication.py). Writes
 OUT/metrics.json (DVC metric: the rating and the score against the random mover), OUT/arena.json
 (everything), OUT/results.csv (a row per opponent), OUT/games.pgn, OUT/games.csv
-(a row per game), OUT/report.md and OUT/timing.json (the stage's and the judge's seconds).
+(a row per game), OUT/report.md and OUT/timing.json (the stage's and the judge's seconds). With
+`conditioning_ratings` a triples-v2 model also plays every opponent told each of those ratings:
+arena.json's `strength` holds the measured Elo of each with its 95% interval, the rank correlation
+and whether the intervals separate (chesscore.play.strength).
 Stockfish comes from Debian's `stockfish` package; where it is missing the stage stops and says
 how to install it.
 """
@@ -24,6 +27,7 @@ from typing import Literal
 
 import torch
 
+from chesscore import failures
 from chesscore.checkpoint import load_model
 from chesscore.cli.outlock import hold_output
 from chesscore.cli.params import stage_settings
@@ -43,6 +47,7 @@ from chesscore.play.arena import (
 from chesscore.play.engine import find_stockfish
 from chesscore.play.opponents import OpponentSpec, StockfishSearch, build_opponents, check_names
 from chesscore.play.report import console_text, write_outputs
+from chesscore.play.strength import curve_text, strength_curve
 from chesscore.progress import progress_bar
 
 TIMING = "timing.json"  # seconds of the stage and of its judge: they differ run to run
@@ -58,6 +63,7 @@ class Settings:
     threads: int = 1  # torch CPU threads (Stockfish takes the other core)
     stockfish: StockfishSearch = StockfishSearch()  # how every Stockfish opponent searches
     opponents: tuple[OpponentSpec, ...] = (OpponentSpec("random", "random"),)  # who the model plays, in order
+    conditioning_ratings: tuple[int, ...] = ()  # triples-v2 models: also play every opponent told each rating
     match: ArenaConfig = flat(ArenaConfig)  # games per opponent, temperature, ply cap, seed
 
     def __post_init__(self) -> None:
@@ -66,6 +72,8 @@ class Settings:
         if not self.opponents:
             raise ValueError("opponents: the arena needs at least one opponent")
         check_names(self.opponents)
+        if any(rating < 0 for rating in self.conditioning_ratings):
+            raise ValueError(f"conditioning_ratings must be ratings >= 0, got {list(self.conditioning_ratings)}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,16 +87,27 @@ def main(argv: list[str] | None = None) -> int:
     stockfish = find_stockfish(settings.stockfish.path) if needs_stockfish else None
     hold_output(settings.out, "arena")
     model, _ = load_model(settings.checkpoint, device)
+    told = sorted(set(settings.conditioning_ratings))
+    if told and not model.config.conditioning:
+        raise failures.Refused(f"arena.conditioning_ratings: {settings.checkpoint} reads no ratings (triples-v1)")
     opponents = build_opponents(settings.opponents, settings.stockfish, device)
     started = time.perf_counter()
     matches: list[tuple[Opponent, list[ArenaGame]]] = []
     with contextlib.ExitStack() as stack:
         judge = stack.enter_context(Judge(stockfish, config.adjudication)) if config.adjudication.enabled else None
-        with progress_bar(total=config.games * len(opponents), desc="arena", unit="game") as bar:
+        strength: list[tuple[int, dict]] = []
+        with progress_bar(total=config.games * len(opponents) * (1 + len(told)), desc="arena", unit="game") as bar:
             for opponent in opponents:
                 bar.set_postfix_str(opponent.name)
                 games = play_match(model, opponent, config, stockfish, lambda _: bar.update(), judge)
                 matches.append((opponent, games))
+            for rating in told:  # the same matches, the model told its rating (chesscore.play.strength)
+                told_matches = []
+                for opponent in opponents:
+                    bar.set_postfix_str(f"told {rating} vs {opponent.name}")
+                    games = play_match(model, opponent, config, stockfish, lambda _: bar.update(), judge, rating)
+                    told_matches.append((opponent, games))
+                strength.append((rating, summarise(told_matches)))
     seconds = time.perf_counter() - started
     checkpoint = str(settings.checkpoint)
     summary = summarise(matches)
@@ -106,10 +125,13 @@ def main(argv: list[str] | None = None) -> int:
         **summary,
         # keyed by name, so `dvc metrics show` lists every opponent's numbers
         "opponents": {row["name"]: row for row in summary["opponents"]},
+        "strength": strength_curve(strength) if strength else None,
     }
     write_outputs(settings.out, matches, summary, record, config)
     atomic_write_json(settings.out / TIMING, timing)
     print(console_text(summary, checkpoint, timing))
+    if record["strength"]:
+        print(curve_text(record["strength"]))
     print(f"outputs: {settings.out}/metrics.json, arena.json, results.csv, games.pgn, games.csv, report.md, {TIMING}")
     return 0
 

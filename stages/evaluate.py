@@ -8,9 +8,11 @@ illegal probability) and free-running ones (top-1 / top-k move matching under th
 raw legality of the model's own greedy move), each broken down by the mover's rating, the
 time-control class and the game phase. Writes OUT/evaluation.json (the whole record),
 OUT/metrics.json (DVC metric: top-1 and legality), OUT/by_*.csv, OUT/plots/*.csv (DVC plots)
-and OUT/report.md. A checkpoint whose identity names another dataset is refused. A checkpoint
-is evaluated once: when OUT/evaluation.json already holds this checkpoint x dataset x settings,
-the stage writes back a missing metric or plot from it, says so and stops (--force to redo).
+and OUT/report.md; for a triples-v2 model also top-1 told the true ratings, "unknown" and fixed
+ratings, per actual rating band (OUT/plots/conditioning.csv, OUT/conditioning.png). A checkpoint
+whose identity names another dataset is refused. A checkpoint is evaluated once: when
+OUT/evaluation.json already holds this checkpoint x dataset x settings, the stage writes back a
+missing metric or plot from it, says so and stops (--force to redo).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from chesscore.cli.params import stage_settings
 from chesscore.cli.runner import run_stage
 from chesscore.config import flat
 from chesscore.data import dataset
+from chesscore.eval.conditioning import conditioning_matrix
 from chesscore.eval.evaluate import EvalConfig, check_dataset, evaluate, sample_test_games
 from chesscore.eval.report import RECORD, write_dvc_files, write_outputs
 from chesscore.fileio import sha256_file, sha256_json
@@ -99,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
             bar.set_postfix(positions_per_s=f"{positions / (time.perf_counter() - started):.0f}")
 
         results = evaluate(model, games, config, progress)
+    if model.config.conditioning:  # triples-v2: does the conditioning matter (chesscore.eval.conditioning)?
+        print("evaluate: top-1 told the true ratings, unknown and each of", list(config.conditioning_ratings))
+        results["conditioning"] = conditioning_matrix(model, games, config.conditioning_ratings, config.batch_size)
     seconds = time.perf_counter() - started
 
     record = {

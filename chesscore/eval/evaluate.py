@@ -30,12 +30,13 @@ import numpy as np
 import torch
 
 from chesscore import ranges
+from chesscore.conditioning import ConditionedSource, prefix_of
 from chesscore.data import dataset
 from chesscore.eval.moves import PositionResult, analyse_games
 from chesscore.failures import Refused
 from chesscore.fileio import sha256_bytes
 from chesscore.model import GPT
-from chesscore.tokens import PAD, VERSION, VOCAB_SIZE
+from chesscore.tokens import PAD, PREFIX_LENGTH, VERSIONS, VOCAB_SIZE
 from chesscore.train import metrics
 from chesscore.train.batching import IGNORE, TokenList, collate, eval_batches
 
@@ -57,11 +58,16 @@ class EvalConfig:
     rating_bin: int = 100  # width of a rating bucket
     opening_until_ply: int = 20  # plies 1..20 are the opening
     middlegame_until_ply: int = 60  # plies 21..60 the middlegame, later ones the endgame
+    conditioning_ratings: tuple[int, ...] = (1000, 1400, 1800, 2200)  # triples-v2 models: the told ratings
 
     def __post_init__(self) -> None:
         ranges.check(self, counts=("games", "batch_size", "top_k", "rating_bin"), whole=("seed", "opening_until_ply"))
         ranges.at_most("top_k", self.top_k, VOCAB_SIZE)
         ranges.at_least("middlegame_until_ply", self.middlegame_until_ply, self.opening_until_ply + 1, integer=True)
+        if len(set(self.conditioning_ratings)) < 2 or min(self.conditioning_ratings) < 0:
+            raise ValueError(
+                f"conditioning_ratings must be two or more ratings >= 0, got {list(self.conditioning_ratings)}"
+            )
 
 
 def _fingerprints(identity: Any) -> set[str]:
@@ -87,8 +93,8 @@ def check_dataset(
     check went: "match" or "overridden"."""
     identity = payload.get("identity") or {}
     tokenizer = (identity.get("tokenizer") or {}).get("version")
-    if tokenizer not in (None, VERSION):
-        raise DatasetMismatch(f"{name}: tokenizer {tokenizer!r}, this code reads {VERSION!r}")
+    if tokenizer not in (None, *VERSIONS):
+        raise DatasetMismatch(f"{name}: tokenizer {tokenizer!r}, this code reads {' and '.join(VERSIONS)}")
     found, expected = _fingerprints(identity), manifest["fingerprint"]
     if found == {expected}:
         return "match"
@@ -207,14 +213,15 @@ def free_running_result(totals: dict[str, float], top_k: int) -> dict[str, Any]:
     }
 
 
-def _target_buckets(metas: Sequence[dict], width: int, config: EvalConfig) -> dict[str, np.ndarray]:
-    """Per dimension, the bucket label of every target (batch rows x width)."""
+def _target_buckets(metas: Sequence[dict], width: int, config: EvalConfig, offset: int = 0) -> dict[str, np.ndarray]:
+    """Per dimension, the bucket label of every target (batch rows x width); the first `offset`
+    targets (a conditioning prefix) belong to none."""
     labels = {dim: np.full((len(metas), width), "", dtype=object) for dim in DIMENSIONS}
     for row, meta in enumerate(metas):
         n_targets = 3 * int(meta["plies"]) + 1
-        for index in range(min(n_targets, width)):
+        for index in range(min(n_targets, width - offset)):
             for dim, label in buckets_of(meta, index // 3, config).items():
-                labels[dim][row, index] = label
+                labels[dim][row, offset + index] = label
     return labels
 
 
@@ -229,6 +236,9 @@ def evaluate(
     device = model.lm_head.weight.device
     model.eval()
     source = TokenList([tokens for tokens, _ in games])
+    offset = PREFIX_LENGTH if model.config.conditioning else 0
+    if offset:  # triples-v2: each game told its true ratings and time control
+        source = ConditionedSource(source, [prefix_of(meta) for _, meta in games])
     tf_buckets: dict[str, dict[str, metrics.Totals]] = {dim: defaultdict(metrics.Totals) for dim in DIMENSIONS}
     free = defaultdict(float)
     free_buckets = {dim: defaultdict(lambda: defaultdict(float)) for dim in DIMENSIONS}
@@ -239,7 +249,7 @@ def evaluate(
         tokens = [source[int(i)] for i in batch]
         inputs, targets = collate(rows)
         logits = model(inputs.to(device)).float().cpu()
-        labels = _target_buckets(metas, targets.shape[1], config)
+        labels = _target_buckets(metas, targets.shape[1], config, offset)
         for dim in DIMENSIONS:
             for label in sorted(set(labels[dim][labels[dim] != ""])):
                 selected = torch.from_numpy((labels[dim] == label).astype(bool))

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from chesscore.model import GPT
-from chesscore.tokens import BOS, PAD, PROMOTION_TOKEN, State, decode_move
+from chesscore.tokens import PAD, PROMOTION_TOKEN, State, decode_move, prefix_length
 
 Node = tuple[int, ...]  # tokens of a partial move: (source,) or (source, destination)
 
@@ -109,19 +109,24 @@ def analyse_position(
 
 @torch.no_grad()
 def analyse_games(model: GPT, games: Sequence[np.ndarray], top_k: int = 3) -> list[PositionResult]:
-    """One PositionResult per ply of every game (token arrays BOS ... EOS), in game order.
-    The games are analysed together, so give a batch of similar lengths."""
+    """One PositionResult per ply of every game (token arrays BOS ... EOS, or triples-v2's BOS,
+    prefix, moves, EOS for a conditioned model), in game order. The games are analysed together,
+    so give a batch of similar lengths (and of one version)."""
     device = model.lm_head.weight.device
-    plies = [(len(tokens) - 2) // 3 for tokens in games]
+    offset = prefix_length(games[0])  # the conditioning prefix is read with BOS, before ply 1
+    if any(prefix_length(tokens) != offset for tokens in games):
+        raise ValueError("a batch mixes games with and without the conditioning prefix")
+    plies = [(len(tokens) - 2 - offset) // 3 for tokens in games]
     longest = max(plies)
     rows = list(range(len(games)))  # the game in each row of the cache
-    cache = model.new_cache(len(rows), max_len=3 * longest + 2)
-    bos = torch.full((len(rows), 1), BOS, dtype=torch.long, device=device)
-    source_logits = model(bos, cache=cache)[:, -1].cpu()
+    cache = model.new_cache(len(rows), max_len=3 * longest + 2 + offset)
+    start = torch.tensor(np.array([tokens[: 1 + offset] for tokens in games], dtype=np.int64), device=device)
+    source_logits = model(start, cache=cache)[:, -1].cpu()
     states = []
     for tokens in games:
-        state = State()
-        state.feed(int(tokens[0]))
+        state = State(conditioned=bool(offset))
+        for token in tokens[: 1 + offset]:
+            state.feed(int(token))
         states.append(state)
     results: list[PositionResult] = []
     for ply in range(longest):
@@ -130,7 +135,7 @@ def analyse_games(model: GPT, games: Sequence[np.ndarray], top_k: int = 3) -> li
             cache = cache.select(torch.tensor(live, device=device))
             source_logits, rows = source_logits[live], [rows[row] for row in live]
             live = list(range(len(rows)))
-        position = 1 + 3 * ply  # cache length before this ply's move
+        position = 1 + offset + 3 * ply  # cache length before this ply's move
         gold = torch.full((len(rows), 3), PAD, dtype=torch.long)
         running = {}
         for row in live:

@@ -12,12 +12,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from chesscore.eval import conditioning
 from chesscore.eval.evaluate import DIMENSIONS, UNKNOWN
 from chesscore.fileio import atomic_write_text, csv_text, json_text, metrics_text, update_text
 
 TABLE_FILES = {"rating": "by_rating.csv", "time_control": "by_time_control.csv", "phase": "by_phase.csv"}
 PLOT_RATING = "plots/accuracy_by_rating.csv"
 PLOT_PHASE = "plots/accuracy_by_phase.csv"
+PLOT_CONDITIONING = "plots/conditioning.csv"  # triples-v2 models; header only for v1
+HEATMAP = "conditioning.png"
 
 
 def _csv(rows: list[dict[str, Any]]) -> str:
@@ -115,6 +118,7 @@ def report_markdown(record: dict[str, Any]) -> str:
                 f"{_num(row['nll'])} |"
             )
         lines.append("")
+    lines += conditioning_markdown(record.get("conditioning"))
     phases = record["config"]
     lines += [
         "## How these are measured",
@@ -131,6 +135,39 @@ def report_markdown(record: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def conditioning_markdown(matrix: dict[str, Any] | None) -> list[str]:
+    """The heat map as a table: told rating (rows) x the mover's band (columns) -> top-1."""
+    if not matrix:
+        return []
+    bands = matrix["bands"]
+    lines = [
+        "## Does the conditioning matter? (top-1 by what the model is told x the mover's rating band)",
+        "",
+        "| told \\ actual | " + " | ".join(bands) + " |",
+        "|---|" + "---|" * len(bands),
+        "| positions | " + " | ".join(str(matrix["positions"][b]) for b in bands) + " |",
+    ]
+    for condition in matrix["conditions"]:
+        cells = []
+        for band in bands:
+            value = _pct(matrix["top1"][condition][band])
+            cells.append(f"**{value}**" if matrix["best_told"][band] == condition else value)
+        lines.append(f"| {condition} | " + " | ".join(cells) + " |")
+    off = matrix["diagonal_not_best"]
+    lines += [
+        "",
+        "Bold: the best told rating of each band. "
+        + (
+            f"The diagonal is not the best cell in band(s) {', '.join(off)}."
+            if off
+            else "The diagonal is the best cell of every band."
+        )
+        + f" Heat map: {HEATMAP}.",
+        "",
+    ]
+    return lines
 
 
 RECORD = "evaluation.json"
@@ -150,6 +187,9 @@ def write_outputs(out: Path, record: dict[str, Any]) -> list[Path]:
         atomic_write_text(path, _csv(record["breakdowns"][dim]))
         written.append(path)
     atomic_write_text(out / "report.md", report_markdown(record))
+    if record.get("conditioning"):
+        conditioning.write_png(out / HEATMAP, record["conditioning"])
+        written.append(out / HEATMAP)
     written += [out / "report.md", *write_dvc_files(out, record)]
     atomic_write_text(out / RECORD, json_text(record))
     return written + [out / RECORD]
@@ -164,6 +204,11 @@ def write_dvc_files(out: Path, record: dict[str, Any]) -> list[Path]:
     for path, rows, columns in (
         (out / PLOT_RATING, rating, ["rating", "top1", f"top{record['config']['top_k']}", "positions"]),
         (out / PLOT_PHASE, phase, ["phase", "accuracy"]),
+        (
+            out / PLOT_CONDITIONING,
+            conditioning.plot_rows(record["conditioning"]) if "conditioning" in record else [],
+            ["actual"],
+        ),
     ):
         update_text(path, _csv(rows) if rows else ",".join(columns) + "\n")
         written.append(path)

@@ -41,7 +41,15 @@ from chesscore.play.endings import decided_by, termination
 from chesscore.play.engine import Stockfish, StockfishLevel
 from chesscore.play.moves import ModelPlayer, Sampler, choose_moves, drop_finished
 from chesscore.seeds import derive_seed
-from chesscore.tokens import PAD, State, encode_game, encode_move
+from chesscore.tokens import (
+    PAD,
+    RATING_UNKNOWN,
+    TIME_CONTROL_UNKNOWN,
+    State,
+    encode_game,
+    encode_move,
+    rating_token,
+)
 
 # Named book lines (UCI). Short, so the model still plays nearly the whole game.
 OPENINGS: tuple[tuple[str, str], ...] = (
@@ -149,9 +157,14 @@ def play_match(
     stockfish_path: str | None = None,
     on_game: Callable[[ArenaGame], None] | None = None,
     judge: Judge | None = None,
+    rating: int | None = None,
 ) -> list[ArenaGame]:
     """config.games games of `model` against `opponent`, `concurrency` at a time. The judge
-    (when config.adjudication is enabled) is `judge`, or one opened on stockfish_path."""
+    (when config.adjudication is enabled) is `judge`, or one opened on stockfish_path. A
+    triples-v2 model is told `rating` as its own side's (its opponent's and the time control
+    unknown, as a UCI engine without UCI_Opponent), or "unknown" for both when None."""
+    if rating is not None and not model.config.conditioning:
+        raise ValueError(f"rating {rating}: the model reads no ratings (triples-v1)")
     needs_path = opponent.kind == STOCKFISH or (config.adjudication.enabled and judge is None)
     if needs_path and stockfish_path is None:
         raise ValueError(f"match vs {opponent.name!r} needs Stockfish: give the path (engine.find_stockfish)")
@@ -164,7 +177,7 @@ def play_match(
         games: list[ArenaGame] = []
         for first in range(0, config.games, config.concurrency):
             rounds = range(first, min(config.games, first + config.concurrency))
-            games += _play_wave(model, opponent, config, list(rounds), engine, judge, on_game)
+            games += _play_wave(model, opponent, config, list(rounds), engine, judge, on_game, rating)
         return games
 
 
@@ -176,6 +189,7 @@ def _play_wave(
     engine: Stockfish | None,
     judge: Judge | None,
     on_game: Callable[[ArenaGame], None] | None,
+    rating: int | None = None,
 ) -> list[ArenaGame]:
     models = [model] + ([opponent.model] if opponent.kind == CHECKPOINT else [])
     # BOS + 3 tokens per ply + a 3-token scratch feed for rows standing still
@@ -185,7 +199,14 @@ def _play_wave(
     openings = [book[(r // 2) % len(book)] for r in rounds]
     model_white = [r % 2 == 0 for r in rounds]
     states = [State.from_moves(line.split()) for _, line in openings]
-    players = [ModelPlayer(m, n, max_len=4 + 3 * max_plies) for m in models]
+    own = rating_token(rating)  # RATING_UNKNOWN for None
+    told = [
+        (own, RATING_UNKNOWN, TIME_CONTROL_UNKNOWN) if white else (RATING_UNKNOWN, own, TIME_CONTROL_UNKNOWN)
+        for white in model_white
+    ]
+    players = [
+        ModelPlayer(m, n, max_len=4 + 3 * max_plies, prefixes=told if i == 0 else None) for i, m in enumerate(models)
+    ]
     for player in players:
         player.prefill([encode_game(line.split())[:-1] for _, line in openings])
     sampler = Sampler(config.temperature, derive_seed(config.seed, opponent.name, rounds[0]))

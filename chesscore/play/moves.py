@@ -28,18 +28,30 @@ import torch
 
 from chesscore.model import GPT
 from chesscore.play.best import best_moves
-from chesscore.tokens import BOS, EOS, PAD, State, encode_move
+from chesscore.tokens import BOS, EOS, PAD, PREFIX_LENGTH, UNKNOWN_PREFIX, State, encode_move
 
 
 class ModelPlayer:
     """A model, its key/value cache, and the next-token logits of each of n_games rows."""
 
-    def __init__(self, model: GPT, n_games: int, max_len: int | None = None) -> None:
+    def __init__(
+        self,
+        model: GPT,
+        n_games: int,
+        max_len: int | None = None,
+        prefixes: Sequence[Sequence[int]] | None = None,
+    ) -> None:
         self.model = model
         self.device = model.lm_head.weight.device
-        self.cache = model.new_cache(n_games, max_len)
+        # A triples-v2 model reads each row's conditioning prefix after BOS ("unknown" unless
+        # given); `max_len` counts the game's tokens, the prefix comes on top.
+        self.offset = PREFIX_LENGTH if model.config.conditioning else 0
+        self.prefixes = [list(p) for p in prefixes] if prefixes is not None else [list(UNKNOWN_PREFIX)] * n_games
+        if len(self.prefixes) != n_games:
+            raise ValueError(f"{len(self.prefixes)} prefixes for {n_games} games")
+        self.cache = model.new_cache(n_games, max_len + self.offset if max_len else None)
         self.logits = torch.zeros(n_games, model.config.vocab_size, device=self.device)
-        self.feed(torch.full((n_games, 1), BOS, dtype=torch.long))
+        self.prefill([[BOS]] * n_games)
 
     @property
     def n_games(self) -> int:
@@ -61,9 +73,12 @@ class ModelPlayer:
 
     @torch.no_grad()
     def prefill(self, sequences: Sequence[Sequence[int]]) -> None:
-        """Restart every row from its own token sequence (each starting with BOS)."""
+        """Restart every row from its own token sequence (each starting with BOS, triples-v1);
+        a conditioned model reads the row's prefix after BOS."""
         if len(sequences) != self.n_games:
             raise ValueError(f"{len(sequences)} sequences for {self.n_games} games")
+        if self.offset:
+            sequences = [[s[0], *prefix, *s[1:]] for s, prefix in zip(sequences, self.prefixes)]
         longest = max(len(s) for s in sequences)
         batch = torch.full((self.n_games, longest), PAD, dtype=torch.long)
         for row, sequence in enumerate(sequences):
@@ -77,6 +92,7 @@ class ModelPlayer:
     def keep(self, rows: Sequence[int]) -> None:
         """Drop every row but these (in this order): finished games stop costing compute."""
         index = torch.as_tensor(list(rows), dtype=torch.long, device=self.device)
+        self.prefixes = [self.prefixes[int(row)] for row in rows]
         self.cache = self.cache.select(index)
         self.logits = self.logits[index]
 

@@ -9,7 +9,10 @@ GUI adds to the previous position are fed incrementally (the key/value cache is 
 
 Options (chesscore/play/uci_options.py): Temperature, Seed, Threads, MultiPV (`go` reports the
 N most likely moves as `info multipv` lines; the move played is unchanged), Debug (or `debug
-on`: an `info string` whenever the legal mask corrected the model's unmasked choice); Hash,
+on`: an `info string` whenever the legal mask corrected the model's unmasked choice),
+UCI_LimitStrength + UCI_Elo and UCI_Opponent: a triples-v2 model (docs/conditioning.md) is told
+UCI_Elo as the rating of the side it plays when UCI_LimitStrength is on, the opponent's rating
+from UCI_Opponent, "unknown" for either otherwise, and an unknown time control; Hash,
 Move Overhead and Ponder are accepted (lichess-bot's stock config sets them) with no effect.
 
 What the model cannot see is answered with an `info string` and a legal fallback move (a
@@ -42,7 +45,16 @@ from chesscore.play.best import best_moves, ranked_moves
 from chesscore.play.fallback import fallback_move, is_start_position
 from chesscore.play.moves import ModelPlayer, Sampler
 from chesscore.play.uci_options import MAX_THREADS, Options
-from chesscore.tokens import TOKEN_PROMOTION, VOCAB_SIZE, encode_game, encode_move
+from chesscore.tokens import (
+    PREFIX_LENGTH,
+    RATING_UNKNOWN,
+    TIME_CONTROL_UNKNOWN,
+    TOKEN_PROMOTION,
+    VOCAB_SIZE,
+    encode_game,
+    encode_move,
+    rating_token,
+)
 
 GO_INT_ARGS = {"wtime", "btime", "winc", "binc", "movestogo", "depth", "nodes", "mate", "movetime"}
 
@@ -65,9 +77,10 @@ class UCIEngine:
     ) -> None:
         self.model, self.name, self.out = model, name, out
         self.options = Options(temperature=temperature, seed=seed)
-        self.context_plies = (model.config.block_size - 1) // 3 - 1  # room to spell one more move
+        prefix = PREFIX_LENGTH if model.config.conditioning else 0
+        self.context_plies = (model.config.block_size - 1 - prefix) // 3 - 1  # room to spell one more move
         self.player = ModelPlayer(model, 1)
-        self.fed: list[chess.Move] = []  # moves the player's cache holds, from the start
+        self.fed: list[chess.Move] = []  # moves the player's cache holds, from the start (after its prefix)
         self.board: chess.Board | None = chess.Board()
         self.reachable = True
         self.pending: str | None = None  # bestmove held back during `go infinite` / `go ponder`
@@ -131,6 +144,11 @@ class UCIEngine:
         name, value = text[len("name ") :].split(" value ", 1)
         if self.options.set(name, value):
             self.new_game()
+        if (
+            name.strip().lower() in ("uci_limitstrength", "uci_elo", "uci_opponent")
+            and not self.model.config.conditioning
+        ):
+            self.info(f"{name.strip()}: this model reads no ratings (triples-v1), so it plays as before")
 
     def cmd_position(self, args: list[str]) -> None:
         self.board, self.reachable = None, False
@@ -224,7 +242,7 @@ class UCIEngine:
         if len(board.move_stack) > self.context_plies:
             self.info(f"the game is longer than the model's context ({self.context_plies} plies): fallback move")
             return self._fallback(board, allowed)
-        self._catch_up(board.move_stack)
+        self._catch_up(board.move_stack, self.prefix(board.turn))
         if self.options.multipv > 1:
             ranked = ranked_moves([allowed], [self.player], [0], self.options.multipv)[0]
             self.ranked = [(chess.Move(s, d, TOKEN_PROMOTION[p]), lp) for (s, d, p), lp in ranked]
@@ -240,9 +258,20 @@ class UCIEngine:
         move = fallback_move(board, self.rng)
         return move if move in allowed else self.rng.choice(allowed)
 
-    def _catch_up(self, moves: list[chess.Move]) -> None:
-        """Make the player's cache hold exactly `moves`: feed what was added, or restart."""
-        if self.fed == moves[: len(self.fed)]:
+    def prefix(self, turn: chess.Color) -> list[int]:
+        """What a conditioned model is told when it plays `turn`: its own rating (UCI_Elo under
+        UCI_LimitStrength), its opponent's (UCI_Opponent), an unknown time control."""
+        own = rating_token(self.options.elo) if self.options.limit_strength else RATING_UNKNOWN
+        other = rating_token(self.options.opponent_elo)
+        return [own, other, TIME_CONTROL_UNKNOWN] if turn == chess.WHITE else [other, own, TIME_CONTROL_UNKNOWN]
+
+    def _catch_up(self, moves: list[chess.Move], prefix: list[int]) -> None:
+        """Make the player's cache hold exactly `prefix` (read by a conditioned model) and `moves`:
+        feed what was added, or restart."""
+        told_otherwise = self.model.config.conditioning and self.player.prefixes[0] != prefix
+        if told_otherwise:
+            self.player.prefixes = [prefix]
+        if not told_otherwise and self.fed == moves[: len(self.fed)]:
             for move in moves[len(self.fed) :]:
                 self.player.feed_move(move, 0)
         else:

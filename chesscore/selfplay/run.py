@@ -29,6 +29,7 @@ from typing import Any, Literal
 import torch
 
 from chesscore import checkpoint, ranges, tokens
+from chesscore.failures import Refused
 from chesscore.fileio import (
     atomic_write_json,
     atomic_write_text,
@@ -169,6 +170,10 @@ def run_selfplay(
     out = Path(out)
     device = torch.device(execution.device)
     model, supervised = checkpoint.load_model(checkpoint_path, device)
+    if model.config.conditioning:  # the RL update's rows (chesscore.selfplay.rl) carry no prefix yet
+        raise Refused(
+            f"{checkpoint_path}: a triples-v2 (conditioned) model; self-play trains triples-v1 models only for now"
+        )
     reference, _ = checkpoint.load_model(checkpoint_path, device)  # frozen: the KL anchor, the eval opponent
     opponent = None if cfg.opponent == "self" else checkpoint.load_model(cfg.opponent, device)[0]
     identity = run_identity(cfg, Path(checkpoint_path), supervised)

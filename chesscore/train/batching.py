@@ -23,7 +23,7 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from chesscore.tokens import BOS, PAD
+from chesscore.tokens import BOS, PAD, RESERVED_START
 
 IGNORE = -100  # target of a padding position: F.cross_entropy(ignore_index=IGNORE)
 
@@ -129,10 +129,11 @@ def collate(rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
 
     Inputs are every token but the last; the target at i is token i+1. Padding inputs stay
     PAD (they only ever sit after a game's own tokens, so causal attention never lets a real
-    position see them) and padding targets are IGNORE."""
+    position see them) and padding targets are IGNORE, and so are the conditioning prefix's
+    (triples-v2: tokens 72.. are inputs, never something the model is taught to predict)."""
     tokens = torch.from_numpy(np.ascontiguousarray(rows)).long()
     inputs, targets = tokens[:, :-1], tokens[:, 1:].clone()
-    targets[targets == PAD] = IGNORE
+    targets[(targets == PAD) | (targets >= RESERVED_START)] = IGNORE
     return inputs.contiguous(), targets
 
 

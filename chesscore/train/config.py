@@ -12,7 +12,7 @@ deadline) are not in it: a run paused by its time budget resumes with a new budg
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,7 +21,7 @@ import torch
 from chesscore import ranges, tokens
 from chesscore.config import flat
 from chesscore.fileio import code_sha256
-from chesscore.model import GPTConfig
+from chesscore.model import CONFIGS, GPTConfig, tokens_version
 from chesscore.train.batching import steps_per_epoch
 from chesscore.train.deadline import parse_time
 from chesscore.train.optim import OptimConfig
@@ -34,6 +34,7 @@ TRAINING_CODE = (
     LIBRARY / "model.py",
     LIBRARY / "boards.py",
     LIBRARY / "features.py",
+    LIBRARY / "conditioning.py",
     LIBRARY / "checkpoint.py",
     LIBRARY / "resume.py",
     LIBRARY / "seeds.py",
@@ -44,6 +45,8 @@ DEVICES = ("auto", "cpu", "cuda")  # chesscore.train.distributed picks the CUDA 
 @dataclass(frozen=True)
 class TrainConfig:
     model: str = "demo"  # name of the model config in chesscore.model.CONFIGS
+    tokens: Literal["triples-v1", "triples-v2"] = "triples-v1"  # triples-v2: condition on ratings and time control
+    unknown_fraction: float = 0.1  # triples-v2: share of train games (seeded) read with the "unknown" prefix
     micro: int = 16  # games per microbatch per rank
     accum: int = 1  # microbatches per optimizer update (global batch: micro * world * accum)
     epochs: int = 20  # at most this many passes over the train split
@@ -85,10 +88,16 @@ class TrainConfig:
             whole=("seed", "warmup_steps"),
             positive=("max_seconds", "telemetry_seconds"),
             non_negative=("deadline_margin_seconds", "min_delta"),
+            fraction=("unknown_fraction",),
         )
         ranges.one_of("device", self.device, DEVICES)
+        ranges.one_of("tokens", self.tokens, tokens.VERSIONS)
         if self.deadline is not None:
             parse_time(self.deadline)  # a deadline that names no time is refused now, not at the end
+
+    def model_config(self) -> GPTConfig:
+        """The named model config, reading triples-v2 when `tokens` says so."""
+        return replace(CONFIGS[self.model], conditioning=self.tokens == tokens.CONDITIONED_VERSION)
 
     def schedule(self, n_train_games: int, world_size: int) -> tuple[int, int]:
         """(schedule_steps, warmup_steps) as resolved for this data and world size."""
@@ -115,8 +124,14 @@ def identity(
 ) -> dict[str, Any]:
     """The JSON-able identity of a run (see the module docstring for what is left out)."""
     schedule_steps, warmup_steps = config.schedule(n_train_games, world_size)
+    version = tokens_version(model_config)
     return {
-        "tokenizer": {"version": tokens.VERSION, "sha256": tokens.tokenizer_sha256()},
+        "tokenizer": {"version": version, "sha256": tokens.tokenizer_sha256(version)},
+        "conditioning": (
+            {"prefix": ["white_rating", "black_rating", "time_control"], "unknown_fraction": config.unknown_fraction}
+            if model_config.conditioning
+            else None
+        ),
         "dataset_fingerprint": dataset_fingerprint,
         "integrity_receipt_sha256": receipt_sha256,
         "model": {"name": config.model, "config": model_config.to_dict(), "parameters": parameters},

@@ -4,13 +4,15 @@ or any two GameSources (in-memory games in tests and benchmarks).
     data = open_dataset("data/dataset")                         # hashes the shards once
     data = open_dataset("data/dataset", "receipt.json")         # trusts a verify() receipt
     data = TrainData(TokenList(games), TokenList(held_out), fingerprint="...")
+    data = conditioned(data, unknown_fraction=0.1, seed=2026)  # triples-v2 rows (chesscore.conditioning)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from chesscore.conditioning import ConditionedSource, drop_prefixes, table_prefixes
 from chesscore.data import dataset
 from chesscore.fileio import sha256_file
 from chesscore.train.batching import GameSource
@@ -45,3 +47,20 @@ def open_dataset(
         tables["train"].fingerprint,
         sha256_file(receipt_path) if receipt_path is not None else None,
     )
+
+
+def conditioned(data: TrainData, unknown_fraction: float, seed: int) -> TrainData:
+    """The same games as triples-v2 rows: each with its true prefix (from the dataset's columns, or
+    a ConditionedSource's own), the train split's seeded `unknown_fraction` of games with the
+    "unknown" one. Validation keeps the true prefixes: it measures the conditioned use."""
+
+    def true_prefixes(source: GameSource) -> ConditionedSource:
+        if isinstance(source, ConditionedSource):
+            return source
+        if not hasattr(source, "column"):
+            raise ValueError("triples-v2 training needs games with ratings: a dataset split or a ConditionedSource")
+        return ConditionedSource(source, table_prefixes(source))
+
+    train, validation = true_prefixes(data.train), true_prefixes(data.validation)
+    train = ConditionedSource(train.base, drop_prefixes(train.prefixes, unknown_fraction, seed))
+    return replace(data, train=train, validation=validation)

@@ -8,11 +8,14 @@ logits (nothing masked or renormalised):
 - teacher-forced triple legality: the argmax source, destination and promotion of each move
   form a legal move. Destination and promotion are read with the GOLD source (and
   destination) before them, so this is not a free-running legal-move rate.
-- reserved probability: mass on tokens 72..127, which never occur.
+- reserved probability: mass on tokens 72..127, which are never a target (the conditioning
+  prefix of triples-v2 and the reserved tokens).
 - illegal probability: mass on tokens that may not come next in the game's position.
 
-The legality metrics replay games with python-chess; `legality_games` limits them to that
-many evenly spaced games. Sums are kept in a `Totals` vector, so ranks can all-reduce them.
+A triples-v2 game's prefix targets are IGNORE (chesscore.train.batching.collate) and the
+legality metrics start at its first move, so no metric counts the prefix. The legality metrics
+replay games with python-chess; `legality_games` limits them to that many evenly spaced games.
+Sums are kept in a `Totals` vector, so ranks can all-reduce them.
 
     metrics = evaluate(model, table, micro=32, device="cpu", legality_games=200)
     metrics["nll"], metrics["phase_accuracy"]["destination"]
@@ -28,7 +31,7 @@ import torch
 import torch.nn.functional as F
 
 from chesscore.model import GPT
-from chesscore.tokens import EOS, PAD, RESERVED_START, State, decode_move
+from chesscore.tokens import EOS, PAD, RESERVED_START, State, decode_move, prefix_length
 from chesscore.train.batching import IGNORE, GameSource, collate, eval_batches
 
 PHASES = ("source", "destination", "promotion", "eos")
@@ -95,8 +98,8 @@ def legality_subset(n_games: int, legality_games: int | None) -> set[int]:
 
 
 def legal_masks(tokens: Sequence[int]) -> np.ndarray:
-    """(len-1, 128) bool: row i is what may legally follow tokens[:i+1]."""
-    state, masks = State(), []
+    """(len-1, 128) bool: row i is what may legally follow tokens[:i+1] (a v2 prefix included)."""
+    state, masks = State(conditioned=prefix_length(tokens) > 0), []
     state.feed(tokens[0])
     for token in tokens[1:]:
         masks.append(state.mask(legal=True))
@@ -105,14 +108,15 @@ def legal_masks(tokens: Sequence[int]) -> np.ndarray:
 
 
 def _add_legality(totals: Totals, tokens: np.ndarray, probs: np.ndarray, pred: np.ndarray) -> None:
-    """Illegal-token mass and teacher-forced triple legality of one game."""
+    """Illegal-token mass and teacher-forced triple legality of one game (from its first move:
+    a v2 prefix is not a target)."""
     masks = legal_masks(tokens)
-    n = len(masks)
+    n, first = len(masks), prefix_length(tokens)
     totals.add("legality_games", 1)
-    totals.add("legality_targets", n)
-    totals.add("illegal_sum", float(np.where(masks, 0.0, probs[:n]).sum()))
+    totals.add("legality_targets", n - first)
+    totals.add("illegal_sum", float(np.where(masks[first:], 0.0, probs[first:n]).sum()))
     board = chess.Board()
-    for start in range(0, n - 1, 3):  # target index of each move's source token
+    for start in range(first, n - 1, 3):  # target index of each move's source token
         if tokens[start + 1] == EOS:
             break
         totals.add("moves", 1)

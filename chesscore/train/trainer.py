@@ -34,7 +34,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from chesscore import checkpoint, progress
 from chesscore.fileio import atomic_write_json, sha256_json
-from chesscore.model import CONFIGS, GPT, GPTConfig
+from chesscore.model import GPT, GPTConfig
 from chesscore.progress import progress_bar
 from chesscore.seeds import derive_seed
 from chesscore.tokens import PAD
@@ -49,7 +49,7 @@ from chesscore.train.batching import (
     steps_per_epoch,
 )
 from chesscore.train.config import TrainConfig, identity
-from chesscore.train.data import TrainData
+from chesscore.train.data import TrainData, conditioned
 from chesscore.train.deadline import Budget, Deadline
 from chesscore.train.distributed import DistEnv
 from chesscore.train.metrics import Totals, accumulate, legality_subset
@@ -98,8 +98,10 @@ class Trainer:
         code_files: tuple[Path, ...] = (),
         deadline: Deadline | None = None,
     ) -> None:
+        self.model_config = model_config or config.model_config()
+        if self.model_config.conditioning:  # triples-v2 rows: the prefix after BOS
+            data = conditioned(data, config.unknown_fraction, config.seed)
         self.config, self.data, self.output, self.env = config, data, Path(output), env
-        self.model_config = model_config or CONFIGS[config.model]
         self.lengths = np.asarray(data.train.lengths())
         check_context(self.lengths, self.model_config.block_size, "train")
         check_context(np.asarray(data.validation.lengths()), self.model_config.block_size, "validation")

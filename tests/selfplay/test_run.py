@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 import torch
 
-from chesscore import checkpoint
+from chesscore import checkpoint, failures
 from chesscore.data import dataset
 from chesscore.fileio import sha256_file
 from chesscore.ingest.validate import ValidateConfig
@@ -204,3 +204,12 @@ def test_a_judge_without_stockfish_is_refused_with_the_install_command(start, tm
     )
     assert done.returncode == 78 and "sudo apt-get install stockfish" in done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "out").exists()
+
+
+def test_a_conditioned_model_is_refused_before_any_game(tmp_path):
+    # The RL update's rows carry no conditioning prefix (chesscore.selfplay.rl): refuse, exit 78.
+    path = tmp_path / "v2.pt"
+    checkpoint.save(checkpoint.model_payload(GPT(replace(CONFIGS["tiny"], conditioning=True)), identity={}), path)
+    with pytest.raises(failures.Refused, match="triples-v2"):
+        run_selfplay(path, tmp_path / "out", CFG, Execution(workers=0), log=lambda line: None)
+    assert not (tmp_path / "out" / "rl.pt").exists()
