@@ -4,6 +4,7 @@ time-control columns when the game is read, so datasets keep their v1 tokens (ch
     prefixes = table_prefixes(table)                       # (N, 3) uint8: the true prefix of each game
     trained = drop_prefixes(prefixes, 0.1, seed=2026)      # 10% of the games -> UNKNOWN_PREFIX
     source = ConditionedSource(table, trained)             # a GameSource of v2 rows: BOS, prefix, moves, EOS
+    with_prefix(game, prefix)                              # one v1 game's v2 row
     prefix_of(meta)                                        # one game's prefix from its metadata dict
 
 Which games are dropped to "unknown" is a pure function of the seed and the number of games
@@ -53,6 +54,12 @@ def drop_prefixes(prefixes: np.ndarray, fraction: float, seed: int) -> np.ndarra
     return out
 
 
+def with_prefix(game: np.ndarray | Sequence[int], prefix: Sequence[int]) -> np.ndarray:
+    """A v1 game's tokens as its v2 row: BOS, the prefix, then the moves and EOS."""
+    game = np.asarray(game)
+    return np.concatenate([game[:1], np.asarray(prefix), game[1:]]).astype(np.uint8)
+
+
 class ConditionedSource:
     """A GameSource of v1 games (a TokenTable or TokenList) read as v2 rows with one prefix each."""
 
@@ -71,8 +78,7 @@ class ConditionedSource:
         return np.asarray(self.base.lengths()) + PREFIX_LENGTH
 
     def __getitem__(self, index: int) -> np.ndarray:
-        game = np.asarray(self.base.batch([index])[0][: int(self.base.lengths()[index])])
-        return np.concatenate([game[:1], self.prefixes[index], game[1:]]).astype(np.uint8)
+        return with_prefix(self.base[index], self.prefixes[index])
 
     def batch(self, indices: Sequence[int] | np.ndarray, pad: int = PAD) -> np.ndarray:
         rows = self.base.batch(indices, pad=pad)

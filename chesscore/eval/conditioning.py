@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from chesscore.conditioning import prefix_of
+from chesscore.conditioning import prefix_of, with_prefix
 from chesscore.eval.moves import analyse_games
 from chesscore.fileio import atomic_write
 from chesscore.model import GPT
@@ -70,7 +70,7 @@ def conditioning_matrix(
             rows = []
             for i in batch:
                 tokens, meta = games[int(i)]
-                rows.append(np.concatenate([tokens[:1], _prefix(condition, meta), tokens[1:]]).astype(np.uint8))
+                rows.append(with_prefix(tokens, _prefix(condition, meta)))
             for result in analyse_games(model, rows, top_k=1):
                 meta = games[int(batch[result.game])][1]
                 band = band_of(meta.get("white_elo") if result.ply % 2 == 0 else meta.get("black_elo"), ratings)

@@ -32,6 +32,7 @@ class GameSource(Protocol):
     """What training reads: the dataset's TokenTable, or `TokenList` in memory."""
 
     def __len__(self) -> int: ...
+    def __getitem__(self, index: int) -> np.ndarray: ...  # one game's tokens, unpadded
     def lengths(self) -> np.ndarray: ...  # tokens per game, int64
     def batch(self, indices: Sequence[int] | np.ndarray, pad: int = PAD) -> np.ndarray: ...
 
