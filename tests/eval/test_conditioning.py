@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import struct
 import subprocess
-import sys
 import zlib
 from dataclasses import replace
 from pathlib import Path
@@ -25,7 +24,7 @@ from chesscore.tokens import VERSION, encode_game
 from chesscore.train.data import open_dataset
 from chesscore.train.distributed import setup
 from chesscore.train.trainer import train
-from tests.sample import ROOT
+from tests.inprocess import run_module
 from tests.train.test_conditioning import CONFIG, HIGH, LOW, OPENINGS
 
 
@@ -129,9 +128,7 @@ def test_the_heat_map_png_has_a_cell_per_condition_and_band(tmp_path):
 
 
 def _stage(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "stages.evaluate", *args], cwd=ROOT, capture_output=True, text=True, timeout=600
-    )
+    return run_module("stages.evaluate", *args)
 
 
 @pytest.mark.slow

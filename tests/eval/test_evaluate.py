@@ -4,7 +4,6 @@ validate and convert stages from the embedded sample (Lichess dump format)."""
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,12 +21,13 @@ from chesscore.eval.evaluate import (
 from chesscore.fileio import sha256_bytes
 from chesscore.train import metrics
 from chesscore.train.batching import TokenList
+from tests.inprocess import run_module
 from tests.sample import ROOT, SAMPLE
 from tests.tiny_models import trained_tiny
 
 
-def _stage(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", *args], cwd=cwd, capture_output=True, text=True, timeout=600)
+def _stage(module: str, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return run_module(module, *args, cwd=cwd)
 
 
 @pytest.fixture(scope="module")

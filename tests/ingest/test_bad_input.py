@@ -6,22 +6,17 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
+from tests.inprocess import run_module
 from tests.sample import ROOT, sample_pgn
 
 FIXTURES = ROOT / "tests" / "fixtures"
 
 
 def stage(name: str, cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", f"stages.{name}", "--params", "none.yaml", *args, "--no-progress"],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    return run_module(
+        f"stages.{name}", "--params", "none.yaml", *args, "--no-progress", cwd=cwd, env={"PATH": "/usr/bin:/bin"}
     )
 
 

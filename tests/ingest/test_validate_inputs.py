@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import random
 import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -15,7 +14,8 @@ import zstandard
 
 from chesscore.ingest.validate import ValidateConfig
 from chesscore.ingest.validate_run import GAMES, INPUTS, REJECTS, REPORT, run_validate
-from tests.sample import ROOT, SAMPLE, fixture, sample_pgn, write_fixtures
+from tests.inprocess import run_module
+from tests.sample import SAMPLE, fixture, sample_pgn, write_fixtures
 
 
 def zstd_frames(data: bytes, frame: int = 200_000) -> bytes:
@@ -91,14 +91,7 @@ def test_output_is_byte_identical_for_one_or_two_workers(bad_inputs, tmp_path):
 
 
 def stage(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "stages.validate", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-    )
+    return run_module("stages.validate", *args, cwd=cwd, env={"PATH": "/usr/bin:/bin"})
 
 
 def test_cli_summarises_bad_input_without_a_traceback_and_strict_fails_after_writing(bad_inputs, tmp_path):

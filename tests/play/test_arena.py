@@ -4,7 +4,6 @@ import io
 import json
 import random
 import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from chesscore.play.arena import OPENINGS, ArenaConfig, Opponent, pgn_text, play
 from chesscore.play.engine import Stockfish, StockfishLevel, StockfishMissing, find_stockfish, pick_handicapped
 from chesscore.play.moves import play_mask
 from chesscore.tokens import State, encode_game
+from tests.inprocess import run_module
 from tests.tiny_models import trained_tiny
 
 # Pairing, legality and batching need no judge (test_arena_adjudication.py judges): the ply cap is a draw.
@@ -183,13 +183,7 @@ def test_missing_stockfish_is_a_clear_error_with_the_install_command(monkeypatch
 
 
 def _arena(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "stages.arena", "--params", str(tmp_path / "params.yaml"), *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_module("stages.arena", "--params", tmp_path / "params.yaml", *args)
 
 
 @pytest.mark.slow

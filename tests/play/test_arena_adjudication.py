@@ -16,7 +16,7 @@ from chesscore import checkpoint, failures
 from chesscore.model import CONFIGS, GPT
 from chesscore.play.adjudication import Adjudication, score_text
 from chesscore.play.arena import ArenaConfig, Opponent, pgn_text, play_match, summarise
-from tests.play.test_arena import _arena  # the stage as a subprocess, with tmp_path/params.yaml
+from tests.play.test_arena import _arena  # the stage, with tmp_path/params.yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = Adjudication(judge_nodes=300, every_plies=3, resign_moves=2, draw_from_move=20)

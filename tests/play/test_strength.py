@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from dataclasses import replace
 
 import chess
@@ -30,7 +29,7 @@ from chesscore.tokens import (
 from chesscore.train.data import TrainData
 from chesscore.train.distributed import setup
 from chesscore.train.trainer import train
-from tests.sample import ROOT
+from tests.inprocess import run_module
 from tests.train.test_conditioning import CONFIG, HIGH, LOW, synthetic
 
 
@@ -130,10 +129,7 @@ arena:
 """)
 
     def arena_stage(name: str) -> subprocess.CompletedProcess:
-        command = [sys.executable, "-m", "stages.arena", "--params", str(tmp_path / "params.yaml")]
-        return subprocess.run(
-            [*command, "--checkpoint", str(tmp_path / name)], cwd=ROOT, capture_output=True, text=True, timeout=300
-        )
+        return run_module("stages.arena", "--params", tmp_path / "params.yaml", "--checkpoint", tmp_path / name)
 
     done = arena_stage("v2.pt")
     assert done.returncode == 0, done.stderr[-2000:]
