@@ -21,6 +21,7 @@ from chesscore.data.splits import assign_splits
 from chesscore.ingest.convert import ConvertConfig, LeakageError, run_convert
 from chesscore.ingest.validate import ValidateConfig
 from chesscore.ingest.validate_run import GAMES, INPUTS, run_validate
+from tests.inprocess import run_module
 from tests.sample import ROOT, SAMPLE, sample_pgn
 
 
@@ -100,27 +101,13 @@ def test_cli_writes_a_dataset_and_its_summary(halves, tmp_path):
     (tmp_path / "params.yaml").write_text(
         "convert:\n  shard_games: 300\n  train: 0.8\n  validation: 0.1\n  test: 0.1\n"
     )
-    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run(
-        [sys.executable, "-m", "stages.convert", "--validated", str(both), "--out", "ds", "--no-progress"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
+    env = {"PATH": "/usr/bin:/bin"}
+    done = run_module("stages.convert", "--validated", both, "--out", "ds", "--no-progress", cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     assert "leakage (same moves in two splits): 0" in done.stdout and "fingerprint" in done.stdout
     manifest = dataset.manifest(tmp_path / "ds")
     assert manifest["params"]["convert"]["train"] == 0.8 and dataset.verify(tmp_path / "ds")["shards"]
-    missing = subprocess.run(
-        [sys.executable, "-m", "stages.convert", "--validated", "nowhere", "--no-progress"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
+    missing = run_module("stages.convert", "--validated", "nowhere", "--no-progress", cwd=tmp_path, env=env)
     assert missing.returncode == 65 and "run the validate stage first" in missing.stderr
     assert "Traceback" not in missing.stderr
 

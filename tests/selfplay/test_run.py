@@ -24,6 +24,7 @@ from chesscore.model import CONFIGS, GPT
 from chesscore.resume import ResumeRefused
 from chesscore.selfplay.run import Execution, RunConfig, run_selfplay
 from chesscore.tokens import decode_game
+from tests.inprocess import run_module
 
 REPO = Path(__file__).resolve().parents[2]
 CFG = RunConfig(
@@ -194,13 +195,18 @@ def test_a_missing_checkpoint_is_bad_input(tmp_path):
 
 
 def test_a_judge_without_stockfish_is_refused_with_the_install_command(start, tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-m", "stages.selfplay", "--params", str(tmp_path / "none.yaml"), "--checkpoint", str(start)]
-        + ["--out", str(tmp_path / "out"), "--stockfish", str(tmp_path / "no-stockfish"), "--no-progress"],
+    done = run_module(
+        "stages.selfplay",
+        "--params",
+        tmp_path / "none.yaml",
+        "--checkpoint",
+        start,
+        "--out",
+        tmp_path / "out",
+        "--stockfish",
+        tmp_path / "no-stockfish",
+        "--no-progress",
         cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
     )
     assert done.returncode == 78 and "sudo apt-get install stockfish" in done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "out").exists()
