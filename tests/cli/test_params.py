@@ -4,8 +4,6 @@ every default, the flags are generated from it, and a section is checked before 
 from __future__ import annotations
 
 import importlib
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +11,7 @@ import pytest
 from chesscore.cli.params import flag_name, load, read_params, stage_settings
 from chesscore.config import ConfigError, walk
 from tests.imports import PROJECT
+from tests.inprocess import run_module
 
 STAGES = ["validate", "convert", "train", "evaluate", "arena", "selfplay"]
 PARAMS = load(PROJECT / "params.yaml")
@@ -86,14 +85,7 @@ def test_a_wrong_params_section_is_refused_before_any_work(tmp_path, stage, sect
 
 def test_a_typo_makes_the_stage_exit_78_naming_the_file_and_key(tmp_path):
     (tmp_path / "params.yaml").write_text("train:\n  learning_rate: 0.01\n")
-    done = subprocess.run(
-        [sys.executable, "-m", "stages.train", "--output", "out"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={"PYTHONPATH": str(PROJECT)},
-    )
+    done = run_module("stages.train", "--output", "out", cwd=tmp_path)
     assert done.returncode == 78, done.stderr
     assert (
         "chesscore-failure: refused: params.yaml: train.learning_rate: unknown key (did you mean `lr`?)" in done.stderr

@@ -18,7 +18,7 @@ from chesscore.selfplay.games import SelfPlayConfig
 from chesscore.selfplay.run import RunConfig
 from chesscore.train.config import TrainConfig
 from chesscore.train.optim import OptimConfig
-from tests.hardening.pgnfiles import run_stage
+from tests.inprocess import run_module
 
 BAD = [
     (OptimConfig, "grad_clip", -1, "grad_clip must be > 0, got -1"),
@@ -102,6 +102,6 @@ def test_the_defaults_pass(cls):
 )
 def test_the_stages_exit_78_on_the_reproductions(tmp_path, stage, section, expected):
     (tmp_path / "params.yaml").write_text(section)
-    run = run_stage(f"stages.{stage}", "--params", "params.yaml", cwd=tmp_path)
-    assert run.code == 78, run.stderr[-1500:]
+    run = run_module(f"stages.{stage}", "--params", "params.yaml", cwd=tmp_path)
+    assert run.returncode == 78, run.stderr[-1500:]
     assert "Traceback" not in run.stderr and expected in run.stderr, run.stderr

@@ -12,6 +12,7 @@ from chesscore.data import dataset
 from chesscore.data.dataset import IntegrityError
 from chesscore.data.shards import MANIFEST, fingerprint
 from tests.hardening.pgnfiles import SAMPLE, run_stage
+from tests.inprocess import run_module
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +60,7 @@ def test_the_evaluate_stage_exits_65_naming_the_field(converted, tmp_path):
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / MANIFEST).write_text(json.dumps(meta))
     (tmp_path / "x.pt").write_bytes(b"")
-    run = run_stage(
+    run = run_module(
         "stages.evaluate",
         "--dataset",
         tmp_path / "d",
@@ -69,5 +70,5 @@ def test_the_evaluate_stage_exits_65_naming_the_field(converted, tmp_path):
         tmp_path / "e",
         cwd=tmp_path,
     )
-    assert run.code == 65 and "Traceback" not in run.stderr
+    assert run.returncode == 65 and "Traceback" not in run.stderr
     assert f"bad_input: {tmp_path / 'd' / MANIFEST}: shards[0].path must be a text, not 5" in run.stderr
