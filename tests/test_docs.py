@@ -3,20 +3,16 @@ every flag it is shown with is one its --help lists."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib.util
-import io
 import re
-import runpy
 import shlex
 import subprocess
-import sys
-import warnings
 
 import pytest
 
 from tests.imports import PROJECT
+from tests.inprocess import run_module
 
 PAGES = [PROJECT / "README.md", PROJECT / "bench" / "README.md", *sorted((PROJECT / "docs").glob("*.md"))]
 # `python -m module args...` or torchrun's `-m module args...`, up to a comment, a pipe or the end
@@ -43,23 +39,13 @@ def shown_commands() -> list[tuple[str, str, tuple[str, ...]]]:
 
 @functools.cache
 def help_text(module: str, words: tuple[str, ...]) -> str:
-    """What `python -m module words --help` prints, run in this process (runpy executes the
-    module as __main__, as `python -m` does, without a new interpreter importing torch again)."""
-    out, err = io.StringIO(), io.StringIO()
-    argv = sys.argv
-    sys.argv = [module, *words, "--help"]
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
-            # a package that imports the module itself (flows.pipeline): runpy runs it again
-            warnings.filterwarnings("ignore", "'.*' found in sys.modules", RuntimeWarning)
-            runpy.run_module(module, run_name="__main__", alter_sys=True)
-        code = 0  # a module that printed its help without exiting
-    except SystemExit as done:
-        code = done.code or 0
-    finally:
-        sys.argv = argv
-    assert code == 0, f"python -m {module} {' '.join(words)} --help exited {code}:\n{err.getvalue()[-2000:]}"
-    return out.getvalue()
+    """What `python -m module words --help` prints, run in this process (tests.inprocess: no new
+    interpreter importing torch again)."""
+    done = run_module(module, *words, "--help", cwd=PROJECT)
+    assert done.returncode == 0, (
+        f"python -m {module} {' '.join(words)} --help exited {done.returncode}:\n{done.stderr[-2000:]}"
+    )
+    return done.stdout
 
 
 def test_the_pages_show_commands():

@@ -20,6 +20,7 @@ from chesscore.model import CONFIGS, GPT
 from chesscore.play.uci import UCIEngine
 from tests.hardening.pgnfiles import SAMPLE, run_stage
 from tests.imports import PROJECT
+from tests.inprocess import run_module
 
 
 def _payload() -> dict:
@@ -106,7 +107,7 @@ def dataset(tmp_path_factory):
     return folder / "d"
 
 
-# Each reader through its CLI, with a different kind of bad checkpoint each: every reader loads
+# Each reader through its CLI's main (tests.inprocess), with a different kind of bad checkpoint each: every reader loads
 # through checkpoint.load_model, which the test above holds to every kind, so what is left to show
 # is that each CLI turns the refusal into exit 78 and one line (the UCI engine: the absurd one).
 READERS = {
@@ -127,8 +128,8 @@ def test_every_checkpoint_reader_exits_78_without_a_traceback(bad_checkpoints, d
         "arena": ("stages.arena", "--params", params, "--checkpoint", path, "--out", tmp_path / "a", "--games", 2),
         "selfplay": ("stages.selfplay", "--checkpoint", path, "--out", tmp_path / "s", "--workers", 0, "--games", 2),
     }[tool]
-    run = run_stage(*command, cwd=tmp_path)
-    assert run.code == 78, run.stderr[-2000:]
+    run = run_module(*command, cwd=tmp_path)
+    assert run.returncode == 78, run.stderr[-2000:]
     assert "Traceback" not in run.stderr and f"{MARKER} refused: {path}:" in run.stderr, run.stderr
 
 
