@@ -12,7 +12,9 @@ N most likely moves as `info multipv` lines; the move played is unchanged), Debu
 on`: an `info string` whenever the legal mask corrected the model's unmasked choice),
 UCI_LimitStrength + UCI_Elo and UCI_Opponent: a triples-v2 model (docs/conditioning.md) is told
 UCI_Elo as the rating of the side it plays when UCI_LimitStrength is on, the opponent's rating
-from UCI_Opponent, "unknown" for either otherwise, and an unknown time control; Hash,
+from UCI_Opponent, "unknown" for either otherwise, and the time-control class of the clock at
+the game's first `go wtime/btime [winc/binc]` (base + 40 x increment, as Lichess classes games;
+"unknown" with no clock); Hash,
 Move Overhead and Ponder are accepted (lichess-bot's stock config sets them) with no effect.
 
 What the model cannot see is answered with an `info string` and a legal fallback move (a
@@ -41,6 +43,7 @@ import torch
 from chesscore.checkpoint import CheckpointError, load_model
 from chesscore.failures import MARKER
 from chesscore.model import GPT
+from chesscore.pgn.meta import time_control_class_of
 from chesscore.play.best import best_moves, ranked_moves
 from chesscore.play.fallback import fallback_move, is_start_position
 from chesscore.play.moves import ModelPlayer, Sampler
@@ -48,12 +51,15 @@ from chesscore.play.uci_options import MAX_THREADS, Options
 from chesscore.tokens import (
     PREFIX_LENGTH,
     RATING_UNKNOWN,
+    TIME_CONTROL_CLASSES,
+    TIME_CONTROL_FIRST,
     TIME_CONTROL_UNKNOWN,
     TOKEN_PROMOTION,
     VOCAB_SIZE,
     encode_game,
     encode_move,
     rating_token,
+    time_control_token,
 )
 
 GO_INT_ARGS = {"wtime", "btime", "winc", "binc", "movestogo", "depth", "nodes", "mate", "movetime"}
@@ -97,6 +103,7 @@ class UCIEngine:
     def new_game(self) -> None:
         self.sampler = Sampler(self.options.temperature, self.options.seed)
         self.rng = random.Random(self.options.seed)
+        self.time_control = TIME_CONTROL_UNKNOWN  # set by the game's first `go` with a clock
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -199,6 +206,7 @@ class UCIEngine:
                 searchmoves = list(words)
             else:
                 self.info(f"go: ignored {word!r}")
+        self._read_clock(limits)
         started = time.perf_counter()
         move = self.choose(searchmoves)
         elapsed_ms = int((time.perf_counter() - started) * 1000)
@@ -212,6 +220,20 @@ class UCIEngine:
             self.pending = bestmove  # UCI: no bestmove before `stop` / `ponderhit`
         else:
             self.send(bestmove)
+
+    def _read_clock(self, limits: dict[str, int]) -> None:
+        """The game's time-control class, from the side to move's clock at its first timed `go`
+        (what lichess-bot sends: wtime/btime/winc/binc), as Lichess classes a game: base + 40 x
+        increment. Set once a game (ucinewgame resets it): the clock only runs down."""
+        if self.time_control != TIME_CONTROL_UNKNOWN or self.board is None:
+            return
+        side = "w" if self.board.turn == chess.WHITE else "b"
+        remaining, increment = limits.get(f"{side}time"), limits.get(f"{side}inc", 0)
+        if remaining is None or remaining < 0 or increment < 0:
+            return
+        self.time_control = time_control_token(time_control_class_of(remaining // 1000, increment // 1000))
+        if self.model.config.conditioning and self.options.debug:
+            self.info(f"time control from the clock: {TIME_CONTROL_CLASSES[self.time_control - TIME_CONTROL_FIRST]}")
 
     def cmd_stop(self, args: list[str]) -> None:
         if self.pending is not None:
@@ -260,10 +282,10 @@ class UCIEngine:
 
     def prefix(self, turn: chess.Color) -> list[int]:
         """What a conditioned model is told when it plays `turn`: its own rating (UCI_Elo under
-        UCI_LimitStrength), its opponent's (UCI_Opponent), an unknown time control."""
+        UCI_LimitStrength), its opponent's (UCI_Opponent), the time control its clock shows."""
         own = rating_token(self.options.elo) if self.options.limit_strength else RATING_UNKNOWN
         other = rating_token(self.options.opponent_elo)
-        return [own, other, TIME_CONTROL_UNKNOWN] if turn == chess.WHITE else [other, own, TIME_CONTROL_UNKNOWN]
+        return [own, other, self.time_control] if turn == chess.WHITE else [other, own, self.time_control]
 
     def _catch_up(self, moves: list[chess.Move], prefix: list[int]) -> None:
         """Make the player's cache hold exactly `prefix` (read by a conditioned model) and `moves`:

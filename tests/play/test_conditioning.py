@@ -1,5 +1,6 @@
 """The strength knob over UCI: UCI_LimitStrength/UCI_Elo set the rating a triples-v2 model is told
-for its own side, UCI_Opponent its opponent's; without them it is told "unknown". Checked on the
+for its own side, UCI_Opponent its opponent's; without them it is told "unknown"; the clock of
+the game's first timed `go` sets the time-control class. Checked on the
 model of tests/train/test_conditioning (two 'ratings' that play different openings), in process
 and through python-chess's UCI client against the real engine process."""
 
@@ -18,7 +19,7 @@ from chesscore import checkpoint
 from chesscore.model import CONFIGS, GPT
 from chesscore.play.uci import UCIEngine
 from chesscore.play.uci_options import opponent_rating
-from chesscore.tokens import RATING_UNKNOWN, TIME_CONTROL_UNKNOWN, UNKNOWN_PREFIX, rating_token
+from chesscore.tokens import RATING_UNKNOWN, TIME_CONTROL_UNKNOWN, UNKNOWN_PREFIX, rating_token, time_control_token
 from chesscore.train.data import TrainData
 from chesscore.train.distributed import setup
 from chesscore.train.trainer import train
@@ -82,6 +83,32 @@ def test_uci_opponent_sets_the_other_sides_rating():
     v1 = UCIEngine(GPT(CONFIGS["tiny"]).eval(), "test", out)
     v1.handle("setoption name UCI_Elo value 1500")
     assert "reads no ratings (triples-v1)" in out.getvalue()
+
+
+def test_the_clock_of_the_games_first_timed_go_sets_the_time_control():
+    torch.manual_seed(0)
+    from dataclasses import replace
+
+    engine = UCIEngine(GPT(replace(CONFIGS["tiny"], conditioning=True)).eval(), "test", io.StringIO())
+
+    def told(*lines: str) -> int:
+        for line in lines:
+            engine.handle(line)
+        return engine.prefix(engine.board.turn)[2]
+
+    assert told("position startpos", "go movetime 10") == TIME_CONTROL_UNKNOWN  # no clock: unknown
+    # 3+2 is 180 + 40 x 2 = 260 s: blitz, as Lichess classes it; Black's own clock is read.
+    assert told("position startpos moves e2e4", "go wtime 180000 btime 180000 winc 2000 binc 2000") == (
+        time_control_token("blitz")
+    )
+    assert told("position startpos moves e2e4 e7e5 g1f3", "go wtime 9000 btime 8000 winc 0 binc 0") == (
+        time_control_token("blitz")  # the clock runs down during a game: the class stays
+    )
+    assert told("ucinewgame", "position startpos", "go wtime 60000 btime 60000") == time_control_token("bullet")
+    assert told("ucinewgame", "position startpos", "go wtime 1800000 btime 1800000 winc 20000") == (
+        time_control_token("classical")
+    )
+    assert told("ucinewgame", "position startpos", "go wtime -5 btime 10") == TIME_CONTROL_UNKNOWN
 
 
 @pytest.mark.slow
