@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     from chesscore.fileio import atomic_write_json
     from chesscore.model import CONFIGS
     from chesscore.train import distributed
-    from chesscore.train.data import open_dataset
+    from chesscore.train.data import conditioned, open_dataset
     from chesscore.train.deadline import Deadline
     from chesscore.train.probe import probe
     from chesscore.train.trainer import train
@@ -96,8 +96,10 @@ def main(argv: list[str] | None = None) -> int:
     failure.unlink(missing_ok=True)
     try:
         data = open_dataset(args.dataset, args.integrity_receipt, env)
-        if args.mode == "probe":
-            probe(CONFIGS[config.model], data.train, env, args.probe_micro, args.output, compile=config.compile)
+        if args.mode == "probe":  # the rows training would read: a triples-v2 model's carry the prefix
+            model_config = config.model_config()
+            rows = conditioned(data, config.unknown_fraction, config.seed) if model_config.conditioning else data
+            probe(model_config, rows.train, env, args.probe_micro, args.output, compile=config.compile)
             return 0
         results = train(
             config, data, args.output, env, resume=args.resume, deadline=deadline, code_files=(Path(__file__),)

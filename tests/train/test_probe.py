@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 
 from chesscore.model import CONFIGS
+from chesscore.tokens import PREFIX_LENGTH
 from chesscore.train.batching import TokenList
 from chesscore.train.distributed import setup
 from chesscore.train.probe import probe
-from tests.training_data import sample_tokens
+from tests.inprocess import run_module
+from tests.training_data import sample_tokens, write_dataset
 
 
 def test_probe_reports_each_microbatch_size_and_writes_no_checkpoint(tmp_path):
@@ -23,3 +25,20 @@ def test_probe_reports_each_microbatch_size_and_writes_no_checkpoint(tmp_path):
         # Copies of one game: no padding, so useful and padded rates agree.
         assert r["useful_tokens_per_second"] == r["padded_tokens_per_second"] > 0
         assert r["mfu"] is None and r["memory"][0]["cpu_max_rss_bytes"] > 0  # no GPU here
+
+
+def test_the_stage_probes_the_rows_its_tokens_setting_trains_on(tmp_path):
+    """A triples-v2 probe times rows with the 3-token prefix after BOS, as training reads them."""
+    games = list(sample_tokens()[:12])
+    write_dataset(tmp_path / "dataset", games[:8], games[8:])
+    longest = {}
+    for version in ("triples-v1", "triples-v2"):
+        out = tmp_path / version
+        done = run_module(
+            "stages.train",
+            *("--params", tmp_path / "absent.yaml", "--dataset", tmp_path / "dataset", "--output", out),
+            *("--mode", "probe", "--model", "tiny", "--probe-micro", "2", "--tokens", version, "--device", "cpu"),
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        longest[version] = json.loads((out / "probe.json").read_text())["results"][0]["sequence_length"]
+    assert longest["triples-v2"] == longest["triples-v1"] + PREFIX_LENGTH
