@@ -15,6 +15,10 @@ iteration out/rl.pt is written: the model, the optimizer, the history and every 
 when its identity matches, as training does; `iterations` is not part of the identity, so a
 finished run can be extended. Seeds derive from (seed, "play"|"eval", k): the games, the
 checkpoint and the dataset are the same bytes whatever the worker count or backend.
+
+A triples-v2 (conditioned) model reads told_prefix(cfg) after BOS in every game and update: both
+sides at cfg.conditioning_rating (None: unknown), the time control unknown; stats.json, the
+identity and the dataset's rating columns record it (docs/conditioning.md).
 """
 
 from __future__ import annotations
