@@ -10,7 +10,8 @@ judge adjudicates the games (`arena.adjudication`, chesscore/play/adjudication.p
 OUT/metrics.json (DVC metric: the rating and the score against the random mover), OUT/arena.json
 (everything), OUT/results.csv (a row per opponent), OUT/games.pgn, OUT/games.csv
 (a row per game), OUT/report.md and OUT/timing.json (the stage's and the judge's seconds). With
-`conditioning_ratings` a triples-v2 model also plays every opponent told each of those ratings:
+`conditioning_ratings` a triples-v2 model also plays every opponent (or those named in
+`conditioning_opponents`, `conditioning_games` games each) told each of those ratings:
 arena.json's `strength` holds the measured Elo of each with its 95% interval, the rank correlation
 and whether the intervals separate (chesscore.play.strength).
 Stockfish comes from Debian's `stockfish` package; where it is missing the stage stops and says
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -64,6 +65,8 @@ class Settings:
     stockfish: StockfishSearch = StockfishSearch()  # how every Stockfish opponent searches
     opponents: tuple[OpponentSpec, ...] = (OpponentSpec("random", "random"),)  # who the model plays, in order
     conditioning_ratings: tuple[int, ...] = ()  # triples-v2 models: also play every opponent told each rating
+    conditioning_opponents: tuple[str, ...] = ()  # the opponents (names) of the told matches; empty: every one
+    conditioning_games: int | None = None  # games per opponent and told rating; null: `games`
     match: ArenaConfig = flat(ArenaConfig)  # games per opponent, temperature, ply cap, seed
 
     def __post_init__(self) -> None:
@@ -74,6 +77,11 @@ class Settings:
         check_names(self.opponents)
         if any(rating < 0 for rating in self.conditioning_ratings):
             raise ValueError(f"conditioning_ratings must be ratings >= 0, got {list(self.conditioning_ratings)}")
+        unknown = sorted(set(self.conditioning_opponents) - {spec.name for spec in self.opponents})
+        if unknown:
+            raise ValueError(f"conditioning_opponents names no opponent: {unknown}")
+        if self.conditioning_games is not None and self.conditioning_games < 1:
+            raise ValueError(f"conditioning_games must be >= 1 or null, got {self.conditioning_games}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,21 +99,25 @@ def main(argv: list[str] | None = None) -> int:
     if told and not model.config.conditioning:
         raise failures.Refused(f"arena.conditioning_ratings: {settings.checkpoint} reads no ratings (triples-v1)")
     opponents = build_opponents(settings.opponents, settings.stockfish, device)
+    # The told matches: a subset of the opponents (the anchors) and of the games keeps their cost in check.
+    told_opponents = [o for o in opponents if o.name in (settings.conditioning_opponents or {o.name})]
+    told_config = replace(config, games=settings.conditioning_games or config.games)
     started = time.perf_counter()
     matches: list[tuple[Opponent, list[ArenaGame]]] = []
     with contextlib.ExitStack() as stack:
         judge = stack.enter_context(Judge(stockfish, config.adjudication)) if config.adjudication.enabled else None
         strength: list[tuple[int, dict]] = []
-        with progress_bar(total=config.games * len(opponents) * (1 + len(told)), desc="arena", unit="game") as bar:
+        total = config.games * len(opponents) + told_config.games * len(told_opponents) * len(told)
+        with progress_bar(total=total, desc="arena", unit="game") as bar:
             for opponent in opponents:
                 bar.set_postfix_str(opponent.name)
                 games = play_match(model, opponent, config, stockfish, lambda _: bar.update(), judge)
                 matches.append((opponent, games))
             for rating in told:  # the same matches, the model told its rating (chesscore.play.strength)
                 told_matches = []
-                for opponent in opponents:
+                for opponent in told_opponents:
                     bar.set_postfix_str(f"told {rating} vs {opponent.name}")
-                    games = play_match(model, opponent, config, stockfish, lambda _: bar.update(), judge, rating)
+                    games = play_match(model, opponent, told_config, stockfish, lambda _: bar.update(), judge, rating)
                     told_matches.append((opponent, games))
                 strength.append((rating, summarise(told_matches)))
     seconds = time.perf_counter() - started
@@ -125,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         **summary,
         # keyed by name, so `dvc metrics show` lists every opponent's numbers
         "opponents": {row["name"]: row for row in summary["opponents"]},
-        "strength": strength_curve(strength) if strength else None,
+        "strength": {**strength_curve(strength), "opponents": [o.name for o in told_opponents]} if strength else None,
     }
     write_outputs(settings.out, matches, summary, record, config)
     atomic_write_json(settings.out / TIMING, timing)

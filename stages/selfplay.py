@@ -77,6 +77,12 @@ def summary(stats: dict[str, Any], settings: Settings) -> str:
         lines.append(
             f"  {entry['iteration']:>4}  {decisive:>8}  {u['mean_reward']:>+11.3f}  {u['kl_per_move']:.5f}   {versus}"
         )
+    told = stats.get("conditioning")
+    if told:  # a triples-v2 model: what every game and update read after BOS
+        lines.append(
+            f"  conditioned on: white {told['labels'][0]}, black {told['labels'][1]}, time control unknown"
+            f" (prefix {told['prefix']})"
+        )
     ends = ", ".join(f"{name} {count}" for name, count in stats["terminations"].items() if count)
     lines.append(f"  results: white {stats['white_wins']}, draws {stats['draws']}, black {stats['black_wins']}; {ends}")
     games, decided = max(1, stats["games"]), stats["decided_by"]

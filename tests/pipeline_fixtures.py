@@ -45,6 +45,7 @@ TINY = {
     "evaluate.batch_size": 4,
     "arena.games": 2,
     "arena.max_plies": 24,
+    "arena.conditioning_games": 2,  # told 1000 and 2000 (params.yaml), vs random only
     "arena.opponents": [
         {"name": "random", "kind": "random"},  # one opponent of each kind
         {"name": "stockfish-skill0", "kind": "stockfish", "skill": 0},

@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from chesscore import tokens
-from chesscore.data.shards import FORMAT, MANIFEST, SHARDS, SPLITS, fingerprint
+from chesscore.data.shards import FORMAT, MANIFEST, SCHEMA, SHARDS, SPLITS, fingerprint
 from chesscore.data.structure import check_structure
 from chesscore.failures import BadInput
 from chesscore.fileio import atomic_write_json, sha256_file
@@ -187,7 +187,7 @@ class TokenTable:
         """A metadata column over the whole split (e.g. "white_elo", "time_control_class")."""
         return pa.chunked_array(
             [chunk for table in self._tables for chunk in table[name].chunks],
-            type=self._tables[0].schema.field(name).type if self._tables else None,
+            type=(self._tables[0].schema if self._tables else SCHEMA).field(name).type,  # a split may be empty
         )
 
     def meta(self, index: int) -> dict[str, Any]:

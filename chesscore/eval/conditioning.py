@@ -5,6 +5,7 @@ legal-masked) per actual rating band of the mover, with the model told the true 
     matrix = conditioning_matrix(model, games, ratings=(1000, 1400, 1800, 2200), batch_size=32)
     matrix["top1"]["told 1400"]["1400"]        # told 1400, movers nearest to 1400
     matrix["diagonal_not_best"]                 # bands where another told rating matched better
+    matrix["overall"]["told true"]              # top-1 over every rated mover, told the true ratings
     write_png(path, matrix)                     # the heat map: told rating (rows) x actual band (columns)
 
 A mover belongs to the band of the fixed rating nearest to its own (ties to the lower one);
@@ -80,6 +81,8 @@ def conditioning_matrix(
                 if condition == TRUE:
                     positions[band] += 1
     top1 = {c: {b: hits[c][b] / positions[b] if positions[b] else None for b in bands} for c in hits}
+    everyone = sum(positions.values())
+    overall = {c: sum(hits[c].values()) / everyone if everyone else None for c in hits}  # over every band
     best = {}
     for band in bands:
         scored = [(top1[f"told {r}"][band], f"told {r}") for r in ratings if top1[f"told {r}"][band] is not None]
@@ -90,6 +93,7 @@ def conditioning_matrix(
         "conditions": list(hits),
         "positions": {b: positions[b] for b in bands},
         "top1": top1,
+        "overall": overall,
         "best_told": best,
         "diagonal_not_best": [b for b in bands if best[b] is not None and best[b] != f"told {b}"],
         "protocol": "top-1 legal-masked move matching; band: the fixed rating nearest the mover's; "

@@ -108,6 +108,37 @@ def flipped(v: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def conditioning_row(matrix: dict[str, Any]) -> str:
+    """A triples-v2 model's top-1 told the true ratings vs told "unknown" (chesscore.eval.conditioning)."""
+    overall = matrix.get("overall") or {}
+    rated = sum((matrix.get("positions") or {}).values())
+    return (
+        f"  conditioning: top-1 told the true ratings {_pct(overall.get('told true'))}, "
+        f"told unknown {_pct(overall.get('told unknown'))} ({rated:,} rated moves)"
+    )
+
+
+def strength_row(curve: dict[str, Any]) -> str:
+    """The arena's measured Elo [95%] at each told rating (chesscore.play.strength), low to high."""
+
+    def elo(point: dict[str, Any]) -> str:
+        centre = point.get("elo")
+        text = ("+inf" if point.get("high") is None else "-inf") if centre is None else f"{centre:+.0f}"
+        low, high = point.get("low"), point.get("high")
+        return f"{text} [{'-inf' if low is None else f'{low:+.0f}'}, {'+inf' if high is None else f'{high:+.0f}'}]"
+
+    points = curve["points"]
+    games = {p["games"] for p in points}
+    told = ", ".join(
+        f"told {p['told']} {elo(p)}" + ("" if len(games) == 1 else f" ({p['games']} games)") for p in points
+    )
+    scale = curve.get("scale") or "Elo"
+    if " vs " not in scale and curve.get("opponents"):  # anchored: say which opponents the Elo is measured on
+        scale += f": {', '.join(curve['opponents'])}"
+    each = f", {games.pop()} games each" if len(games) == 1 else ""
+    return f"  {told} ({scale}{each}); rises with the rating: {'yes' if curve.get('rises') else 'no'}"
+
+
 def lines(facts: dict[str, Any]) -> list[tuple[str, str]]:
     """(stage, one line of its key numbers); "not run yet" where its report is missing."""
     rows: list[tuple[str, str]] = []
@@ -158,6 +189,8 @@ def lines(facts: dict[str, Any]) -> list[tuple[str, str]]:
                 f"({e['test_split']['games_evaluated']} test games)",
             )
         )
+        if e.get("conditioning"):
+            rows.append(("", conditioning_row(e["conditioning"])))
     if s is None:
         rows.append(("selfplay", "not run yet"))
     else:
@@ -189,6 +222,8 @@ def lines(facts: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append(("arena", f"{estimate}; illegal attempts {_pct(a.get('illegal_attempt_rate'))}"))
         for name, o in a.get("opponents", {}).items():
             rows.append(("", f"  vs {name}: {verdict(o)}"))
+        if a.get("strength"):
+            rows.append(("", strength_row(a["strength"])))
     rows += verdict_rows(facts)
     return rows
 

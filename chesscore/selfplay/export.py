@@ -55,10 +55,11 @@ class PlayedGame:
         return f"selfplay:{run_id[:12]}:{self.iteration}:{r.seed}:{r.index}"
 
 
-def pgn_game(game: PlayedGame, run_id: str) -> str:
+def pgn_game(game: PlayedGame, run_id: str, rating: int | None = None) -> str:
     """One game as PGN text. Termination is "normal" for a rule ending and "adjudication" for
     the judge's verdicts and the ply cap (PGN's words), with AdjudicationRule and JudgeScore;
-    the precise ending is in the Ending tag."""
+    the precise ending is in the Ending tag. `rating`: the rating both sides were told (a
+    conditioned run), as WhiteElo and BlackElo."""
     r = game.record
     board = chess.Board()
     for uci in r.moves:
@@ -73,6 +74,7 @@ def pgn_game(game: PlayedGame, run_id: str) -> str:
             "White": game.name(r.white),
             "Black": game.name(r.black),
             "Result": r.result,
+            **({} if rating is None else {"WhiteElo": str(rating), "BlackElo": str(rating)}),
             **pgn_tags(r.termination, r.judge_score),
             "Ending": r.termination,
             "PlyCount": str(r.plies),
@@ -84,9 +86,12 @@ def pgn_game(game: PlayedGame, run_id: str) -> str:
     return str(pgn) + "\n\n"
 
 
-def _row(game: PlayedGame, run_id: str, pgn_sha: str, index: int, offset: int) -> dict[str, Any]:
+def _row(game: PlayedGame, run_id: str, pgn_sha: str, index: int, offset: int, rating: int | None) -> dict[str, Any]:
     r = game.record
     return {
+        # a conditioned run's told ratings: a reader's prefix (chesscore.conditioning) is the one played with
+        "white_elo": rating,
+        "black_elo": rating,
         "tokens": encode_game(r.moves),
         "game_id": game.game_id(run_id),
         "source_sha256": pgn_sha,
@@ -110,16 +115,20 @@ def write_games(
     params: dict[str, Any],
     shard_rows: int = 100_000,
     splits: SplitRule | None = None,
+    rating: int | None = None,
 ) -> dict[str, Any]:
-    """Write out/games.pgn and out/dataset/ (swapped in whole); return the manifest."""
+    """Write out/games.pgn and out/dataset/ (swapped in whole); return the manifest. `rating`:
+    what both sides were told in a conditioned run (the rows' white_elo and black_elo, and the
+    PGN's WhiteElo and BlackElo), so the dataset's conditioning prefix is the one the games were
+    played with; None (unknown) leaves them out."""
     splits = splits or SplitRule()
     out = Path(out)
-    texts = [pgn_game(game, run_id).encode("utf-8") for game in games]
+    texts = [pgn_game(game, run_id, rating).encode("utf-8") for game in games]
     data = b"".join(texts)
     atomic_write_bytes(out / PGN, data)
     pgn_sha = sha256_bytes(data)
     offsets = list(accumulate((len(text) for text in texts[:-1]), initial=0))
-    rows = [_row(game, run_id, pgn_sha, i, offset) for i, (game, offset) in enumerate(zip(games, offsets))]
+    rows = [_row(game, run_id, pgn_sha, i, offset, rating) for i, (game, offset) in enumerate(zip(games, offsets))]
     move_ids = ["moves:" + hashlib.sha256(" ".join(g.record.moves).encode()).hexdigest()[:16] for g in games]
     split_of = assign_splits(move_ids, splits) if games else []
     inputs = [

@@ -10,6 +10,10 @@ own judge, so the games of a shard are the same wherever it is played.
     model, _ = load_model("data/train/best.pt")
     records, stats = play_games(model, None, SelfPlayConfig(games=64, seed=1))  # None: itself
     play_games(model, None, SelfPlayConfig(adjudication=Adjudication(enabled=False)))  # no judge
+    play_games(model, None, SelfPlayConfig(prefix=conditioning_prefix(1800, 1800, None)))  # a v2 model told 1800
+
+A triples-v2 (conditioned) model reads `cfg.prefix` after BOS in every game (UNKNOWN_PREFIX by
+default); a triples-v1 model reads no prefix, whatever cfg.prefix holds.
 
 A GameRecord holds only plain Python values, so it pickles cheaply between processes.
 For many processes or machines see chesscore.selfplay.parallel.
@@ -30,7 +34,7 @@ from chesscore.play.adjudication import Adjudication, GameAdjudicator, Judge
 from chesscore.play.endings import TERMINATIONS, Ending, decided_by, termination
 from chesscore.play.engine import find_stockfish
 from chesscore.play.moves import ModelPlayer, Sampler, choose_moves, drop_finished
-from chesscore.tokens import State
+from chesscore.tokens import PREFIX_LENGTH, UNKNOWN_PREFIX, State, is_conditioning
 
 MODEL, OPPONENT = "model", "opponent"
 DECIDED = ("rules", "adjudication", "draw")  # chesscore.play.endings.decided_by
@@ -44,9 +48,13 @@ class SelfPlayConfig:
     seed: int = 0  # seeds the sampler; the same seed gives the same games
     adjudication: Adjudication = field(default_factory=Adjudication)  # the judge and its rules
     stockfish: str | None = None  # the judge's executable (None: find_stockfish()); not in any output
+    prefix: tuple[int, int, int] = UNKNOWN_PREFIX  # what a triples-v2 player reads after BOS (v1 models: nothing)
 
     def __post_init__(self) -> None:
         ranges.check(self, counts=("games", "max_plies"), whole=("seed",), non_negative=("temperature",))
+        object.__setattr__(self, "prefix", tuple(int(token) for token in self.prefix))
+        if len(self.prefix) != PREFIX_LENGTH or not all(map(is_conditioning, self.prefix)):
+            raise ValueError(f"prefix must be {PREFIX_LENGTH} conditioning tokens, got {list(self.prefix)}")
 
 
 @dataclass(frozen=True)
@@ -83,12 +91,14 @@ def play_games(model: GPT, opponent: GPT | None, cfg: SelfPlayConfig) -> tuple[l
     """Play cfg.games games; against a separate opponent the model is white in even-numbered
     games and black in odd ones. Returns the records (in game order) and their stats."""
     started = time.perf_counter()
-    max_len = 2 + 3 * cfg.max_plies  # BOS + moves + one scratch slot for inactive rows
-    if max_len > model.config.block_size:
-        raise ValueError(
-            f"max_plies {cfg.max_plies} needs {max_len} positions; the model has {model.config.block_size}"
-        )
     separate = opponent is not None and opponent is not model
+    for net in (model, opponent) if separate else (model,):
+        # BOS, the prefix a triples-v2 model reads, the moves, one scratch slot for inactive rows
+        needed = 2 + 3 * cfg.max_plies + (PREFIX_LENGTH if net.config.conditioning else 0)
+        if needed > net.config.block_size:
+            raise ValueError(
+                f"max_plies {cfg.max_plies} needs {needed} positions; the model has {net.config.block_size}"
+            )
     with contextlib.ExitStack() as stack:
         judge = None
         if cfg.adjudication.enabled:
@@ -102,9 +112,10 @@ def play_games(model: GPT, opponent: GPT | None, cfg: SelfPlayConfig) -> tuple[l
 def _play(model: GPT, opponent: GPT | None, cfg: SelfPlayConfig, judge: Judge | None) -> list[GameRecord]:
     n, max_len = cfg.games, 2 + 3 * cfg.max_plies
     separate = opponent is not None
-    players = [ModelPlayer(model, n, max_len)]
+    # Every player is told the same prefix (who plays, how fast): self-play's conditioning.
+    players = [ModelPlayer(model, n, max_len, prefixes=[cfg.prefix] * n)]
     if separate:
-        players.append(ModelPlayer(opponent, n, max_len))
+        players.append(ModelPlayer(opponent, n, max_len, prefixes=[cfg.prefix] * n))
     model_is_white = [not separate or g % 2 == 0 for g in range(n)]
     states = [State.from_moves([]) for _ in range(n)]
     illegal = [[0, 0] for _ in range(n)]  # per game: white, black

@@ -3,6 +3,7 @@ the policy near the frozen supervised reference.
 
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5, weight_decay=0.0)
     metrics = policy_gradient_step(model, reference, optimizer, records, PGConfig(kl_coef=0.1))
+    policy_gradient_step(model, reference, optimizer, records, cfg, prefix=(83, 83, 107))  # a v2 model told 1800
 
 The policy is what played: softmax(logits / temperature) under the legal mask (EOS never
 legal), one factor per move token (source, destination, promotion). For every side the model
@@ -26,10 +27,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from chesscore.conditioning import with_prefix
 from chesscore.model import GPT
 from chesscore.play.moves import play_mask
 from chesscore.selfplay.games import MODEL, GameRecord
-from chesscore.tokens import BOS, PAD, State, encode_move
+from chesscore.tokens import BOS, PAD, PREFIX_LENGTH, UNKNOWN_PREFIX, State, encode_move
 
 Reward = Callable[[GameRecord, bool], float]  # (game, the model played white) -> reward
 
@@ -108,13 +110,17 @@ def model_colours(record: GameRecord) -> list[bool]:
     )
 
 
-def game_batch(records: Sequence[GameRecord], vocab_size: int) -> GameBatch:
-    """One row per game: self-play games teach both colours from a single forward."""
-    width = max(3 * record.plies for record in records)
+def game_batch(records: Sequence[GameRecord], vocab_size: int, prefix: Sequence[int] | None = None) -> GameBatch:
+    """One row per game: self-play games teach both colours from a single forward. With `prefix`
+    (a triples-v2 model: what it was told while it played) each row reads BOS, the prefix, the
+    moves (chesscore.conditioning.with_prefix); the prefix's targets are nobody's move, so no
+    loss or KL is computed on them."""
+    offset = 0 if prefix is None else PREFIX_LENGTH
+    width = max(3 * record.plies for record in records) + offset
     inputs = np.full((len(records), width), PAD, dtype=np.int64)
     targets = np.full((len(records), width), PAD, dtype=np.int64)
     legal = np.zeros((len(records), width, vocab_size), dtype=bool)
-    legal[..., PAD] = True  # padding and the opponent's tokens: any mask with a legal token
+    legal[..., PAD] = True  # padding, the prefix and the opponent's tokens: any mask with a legal token
     own = np.zeros((len(records), width), dtype=bool)
     white = np.zeros((len(records), width), dtype=bool)
     for row, record in enumerate(records):
@@ -124,13 +130,15 @@ def game_batch(records: Sequence[GameRecord], vocab_size: int) -> GameBatch:
         for ply, uci in enumerate(record.moves):
             mine = (ply % 2 == 0) in colours
             for token in encode_move(state.board.parse_uci(uci)):
-                i = len(tokens) - 1
+                i = len(tokens) - 1 + offset  # the target's place in the (prefixed) row
                 white[row, i] = ply % 2 == 0
                 if mine:
                     legal[row, i] = play_mask(state)
                     own[row, i] = True
                 state.feed(token)
                 tokens.append(token)
+        if prefix is not None:
+            tokens = with_prefix(tokens, prefix).tolist()
         inputs[row, : len(tokens) - 1] = tokens[:-1]
         targets[row, : len(tokens) - 1] = tokens[1:]
     return GameBatch(*(torch.from_numpy(a) for a in (inputs, targets, legal, own, white)))
@@ -166,8 +174,15 @@ def policy_gradient_step(
     records: Sequence[GameRecord],
     cfg: PGConfig,
     reward: Reward = outcome_reward,
+    prefix: Sequence[int] | None = None,
 ) -> dict:
-    """One REINFORCE update from the model's sides of these games; the step's metrics."""
+    """One REINFORCE update from the model's sides of these games; the step's metrics. A
+    triples-v2 model (and its reference) read `prefix`, the one the games were played with
+    (SelfPlayConfig.prefix); a v1 model reads none."""
+    if model.config.conditioning != reference.config.conditioning:
+        raise ValueError("the model and its reference must both read the conditioning prefix, or neither")
+    if prefix is None and model.config.conditioning:
+        prefix = UNKNOWN_PREFIX
     games = [record for record in records if model_colours(record)]
     if not games:
         raise ValueError("no game in which the model made a move: nothing to learn from")
@@ -186,7 +201,8 @@ def policy_gradient_step(
     total_pg = total_kl = total_entropy = 0.0
     for start in range(0, len(games), cfg.batch_games):
         chunk = slice(start, start + cfg.batch_games)
-        batch = game_batch(games[chunk], model.config.vocab_size).to(device)
+        batch = game_batch(games[chunk], model.config.vocab_size, prefix if model.config.conditioning else None)
+        batch = batch.to(device)
         advantage = torch.where(batch.white, advantages[chunk, :1], advantages[chunk, 1:])
         taken, log_probs = token_log_probs(model, batch, cfg.temperature)
         with torch.no_grad():

@@ -15,6 +15,10 @@ iteration out/rl.pt is written: the model, the optimizer, the history and every 
 when its identity matches, as training does; `iterations` is not part of the identity, so a
 finished run can be extended. Seeds derive from (seed, "play"|"eval", k): the games, the
 checkpoint and the dataset are the same bytes whatever the worker count or backend.
+
+A triples-v2 (conditioned) model reads told_prefix(cfg) after BOS in every game and update: both
+sides at cfg.conditioning_rating (None: unknown), the time control unknown; stats.json, the
+identity and the dataset's rating columns record it (docs/conditioning.md).
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ LIBRARY = Path(__file__).resolve().parents[1]  # chesscore/
 # The code the games and the update depend on (folders: every file in them).
 CODE = (
     LIBRARY / "tokens.py",
+    LIBRARY / "conditioning.py",
     LIBRARY / "model.py",
     LIBRARY / "boards.py",
     LIBRARY / "features.py",
@@ -99,6 +104,9 @@ class RunConfig:
         "outcome"  # outcome: win 1, draw 0, loss -1; shaped: a judged draw earns its score
     )
     reward_scale_cp: float = 400.0  # shaped: centipawns at which a draw earns 2/(1+10^-1) - 1 = 0.82
+    conditioning_rating: int | None = (
+        None  # triples-v2 models: both sides told this rating (time control unknown); null: unknown
+    )
 
     def __post_init__(self) -> None:
         ranges.check(
@@ -114,6 +122,8 @@ class RunConfig:
             non_negative=("kl_coef",),
         )
         ranges.one_of("reward", self.reward, REWARDS)
+        if self.conditioning_rating is not None and self.conditioning_rating < 0:
+            raise ValueError(f"conditioning_rating must be a rating >= 0 or null, got {self.conditioning_rating}")
         if self.eval_games:  # else every evaluation game with one colour is the same game
             ranges.above("eval_temperature", self.eval_temperature, 0)
 
@@ -133,11 +143,34 @@ class Execution:
     stockfish: str | None = None  # the judge's executable (None: find_stockfish() in each worker)
 
 
+def told_prefix(cfg: RunConfig) -> tuple[int, int, int]:
+    """What a triples-v2 model reads in every game and update: both sides at
+    cfg.conditioning_rating (unknown when None), the time control unknown."""
+    return tokens.conditioning_prefix(cfg.conditioning_rating, cfg.conditioning_rating, None)
+
+
+def conditioning_facts(cfg: RunConfig, conditioned: bool) -> dict[str, Any] | None:
+    """What the self-play games are conditioned on (None for a triples-v1 model)."""
+    if not conditioned:
+        return None
+    prefix = told_prefix(cfg)
+    return {
+        "white_rating": cfg.conditioning_rating,
+        "black_rating": cfg.conditioning_rating,
+        "time_control_class": "unknown",
+        "prefix": list(prefix),
+        "labels": [tokens.rating_label(prefix[0]), tokens.rating_label(prefix[1]), "unknown"],
+    }
+
+
 def run_identity(cfg: RunConfig, checkpoint_path: Path, supervised: dict[str, Any]) -> dict[str, Any]:
     opponent = cfg.opponent if cfg.opponent == "self" else {"sha256": sha256_file(cfg.opponent)}
+    conditioned = bool(supervised["config"].get("conditioning"))
+    version = tokens.CONDITIONED_VERSION if conditioned else tokens.VERSION
     return {
         "kind": "chesscore-selfplay-rl/1",
-        "tokenizer": {"version": tokens.VERSION, "sha256": tokens.tokenizer_sha256()},
+        "tokenizer": {"version": version, "sha256": tokens.tokenizer_sha256(version)},
+        "conditioning": conditioning_facts(cfg, conditioned),
         "model": supervised["config"],
         "reference": {"sha256": sha256_file(checkpoint_path), "identity": supervised.get("identity")},
         "opponent": opponent,
@@ -170,9 +203,9 @@ def run_selfplay(
     out = Path(out)
     device = torch.device(execution.device)
     model, supervised = checkpoint.load_model(checkpoint_path, device)
-    if model.config.conditioning:  # the RL update's rows (chesscore.selfplay.rl) carry no prefix yet
+    if cfg.conditioning_rating is not None and not model.config.conditioning:
         raise Refused(
-            f"{checkpoint_path}: a triples-v2 (conditioned) model; self-play trains triples-v1 models only for now"
+            f"selfplay.conditioning_rating {cfg.conditioning_rating}: {checkpoint_path} reads no ratings (triples-v1)"
         )
     reference, _ = checkpoint.load_model(checkpoint_path, device)  # frozen: the KL anchor, the eval opponent
     opponent = None if cfg.opponent == "self" else checkpoint.load_model(cfg.opponent, device)[0]
@@ -225,7 +258,10 @@ def run_selfplay(
         for record in records
     ]
     run_id = sha256_json(identity)
-    manifest = write_games(out, played, run_id, {"identity_sha256": run_id, **asdict(cfg)})
+    conditioning = conditioning_facts(cfg, model.config.conditioning)
+    manifest = write_games(
+        out, played, run_id, {"identity_sha256": run_id, **asdict(cfg)}, rating=cfg.conditioning_rating
+    )
     stats = summarise([game.record for game in played], seconds=0.0)
     seconds = sum(t["play_seconds"] for t in timings.values())  # this call's games only: a resume
     stats["seconds"] = seconds  # does not replay the earlier ones
@@ -241,6 +277,7 @@ def run_selfplay(
         score_vs_reference=last.get("score"),
         vs_supervised=last or None,
         reward=cfg.reward,
+        conditioning=conditioning,
         nonzero_reward_share=_nonzero_share(history),
         judge=_judge_facts(cfg.adjudication, stats["judged_positions"], timings),
         per_iteration=history,
@@ -306,13 +343,14 @@ def _iteration(
         seed=derive_seed(cfg.seed, "play", k),
         adjudication=cfg.adjudication,
         stockfish=stockfish,
+        prefix=told_prefix(cfg),
     )
     records, stats = pool.play(model, opponent, play, cfg.shard_games)
     pg = PGConfig(
         temperature=cfg.temperature, kl_coef=cfg.kl_coef, batch_games=cfg.batch_games, grad_clip=cfg.grad_clip
     )
     update = policy_gradient_step(
-        model, reference, optimizer, records, pg, make_reward(cfg.reward, cfg.reward_scale_cp)
+        model, reference, optimizer, records, pg, make_reward(cfg.reward, cfg.reward_scale_cp), play.prefix
     )
     entry = {"iteration": k, "play": {key: v for key, v in stats.items() if key not in MACHINE_KEYS}, "update": update}
     timing = {

@@ -90,6 +90,9 @@ def test_the_diagonal_is_the_best_cell_when_the_ratings_decide_the_opening(train
         assert top1["told true"][band] == top1[f"told {band}"][band] == 1.0
         assert top1[wrong][band] <= 5 / 6  # told the other rating, it opens with the other first move
     assert matrix["best_told"] == {"1000": "told 1000", "2000": "told 2000"} and matrix["diagonal_not_best"] == []
+    for condition, by_band in top1.items():  # overall: every rated move once, whatever its band
+        assert matrix["overall"][condition] == pytest.approx(sum(by_band[b] * 36 for b in by_band) / 72)
+    assert matrix["overall"]["told true"] == 1.0 > matrix["overall"]["told 1000"]
     with pytest.raises(ValueError, match="triples-v2"):
         conditioning_matrix(checkpoint.load_model(trained["v1"])[0], games, (LOW, HIGH), 8)
 

@@ -4,6 +4,8 @@ that a player's prefix changes the model's move."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import subprocess
 from dataclasses import replace
@@ -17,6 +19,7 @@ from chesscore.model import CONFIGS, GPT
 from chesscore.play import arena
 from chesscore.play.arena import ArenaConfig, Opponent, play_match
 from chesscore.play.moves import ModelPlayer
+from chesscore.play.opponents import OpponentSpec
 from chesscore.play.strength import average_ranks, curve_text, spearman, strength_curve
 from chesscore.tokens import (
     BOS,
@@ -122,6 +125,8 @@ arena:
   games: 2
   max_plies: 30
   conditioning_ratings: [1800, 1000, 1400]
+  conditioning_opponents: [sf-skill0]  # the told matches: this anchor only, 4 games each
+  conditioning_games: 4
   stockfish: {{movetime_ms: null, nodes: 300}}
   opponents:
     - {{name: random, kind: random}}
@@ -136,7 +141,20 @@ arena:
     record = json.loads((tmp_path / "arena" / "arena.json").read_text())
     curve = record["strength"]
     assert [p["told"] for p in curve["points"]] == [1000, 1400, 1800] and curve["scale"] == "anchored on Stockfish"
-    assert all(p["games"] == 4 for p in curve["points"]) and record["games"] == 4  # the unconditioned matches
+    assert all(p["games"] == 4 for p in curve["points"]) and curve["opponents"] == ["sf-skill0"]
+    assert record["games"] == 4  # the unconditioned matches: 2 games against each of the two opponents
+    told_games = [row for row in csv.DictReader(io.StringIO((tmp_path / "arena" / "games.csv").read_text()))]
+    assert len(told_games) == 4  # games.csv holds the unconditioned matches only, as before
     assert set(curve) >= {"spearman", "rises", "separated"} and "strength by told rating" in done.stdout
     refused = arena_stage("v1.pt")
     assert refused.returncode == failures.REFUSED and "reads no ratings (triples-v1)" in refused.stderr
+
+
+def test_the_told_matches_name_existing_opponents():
+    from stages.arena import Settings
+
+    opponents = (OpponentSpec("random", "random"),)
+    with pytest.raises(ValueError, match=r"conditioning_opponents names no opponent: \['sf'\]"):
+        Settings(opponents=opponents, conditioning_ratings=(1000,), conditioning_opponents=("sf",))
+    with pytest.raises(ValueError, match="conditioning_games must be >= 1"):
+        Settings(opponents=opponents, conditioning_games=0)

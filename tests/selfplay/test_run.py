@@ -178,7 +178,6 @@ def test_a_checkpoint_of_another_run_is_refused_or_replaced(start, in_process, t
 
 
 def test_a_missing_checkpoint_is_bad_input(tmp_path):
-    from chesscore import failures
     from stages.selfplay import main
 
     with pytest.raises(failures.BadInput, match="no checkpoint"):
@@ -210,12 +209,3 @@ def test_a_judge_without_stockfish_is_refused_with_the_install_command(start, tm
     )
     assert done.returncode == 78 and "sudo apt-get install stockfish" in done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "out").exists()
-
-
-def test_a_conditioned_model_is_refused_before_any_game(tmp_path):
-    # The RL update's rows carry no conditioning prefix (chesscore.selfplay.rl): refuse, exit 78.
-    path = tmp_path / "v2.pt"
-    checkpoint.save(checkpoint.model_payload(GPT(replace(CONFIGS["tiny"], conditioning=True)), identity={}), path)
-    with pytest.raises(failures.Refused, match="triples-v2"):
-        run_selfplay(path, tmp_path / "out", CFG, Execution(workers=0), log=lambda line: None)
-    assert not (tmp_path / "out" / "rl.pt").exists()
