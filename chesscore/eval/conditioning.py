@@ -109,6 +109,10 @@ def plot_rows(matrix: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+# The heat map of a model that reads no ratings (triples-v1): one empty, grey cell.
+NO_MATRIX: dict[str, Any] = {"conditions": ["none"], "bands": [0], "top1": {"none": {0: None}}}
+
+
 def write_png(path: str | Path, matrix: dict[str, Any], cell: int = 24) -> None:
     """The heat map as a PNG (no plotting library: zlib and struct): a row per condition (true,
     unknown, then the told ratings from low to high), a column per actual band from low to high,

@@ -187,9 +187,9 @@ def write_outputs(out: Path, record: dict[str, Any]) -> list[Path]:
         atomic_write_text(path, _csv(record["breakdowns"][dim]))
         written.append(path)
     atomic_write_text(out / "report.md", report_markdown(record))
-    if record.get("conditioning"):
-        conditioning.write_png(out / HEATMAP, record["conditioning"])
-        written.append(out / HEATMAP)
+    # A DVC output whatever the model: a v1 model's (it reads no ratings) is one grey cell.
+    conditioning.write_png(out / HEATMAP, record.get("conditioning") or conditioning.NO_MATRIX)
+    written.append(out / HEATMAP)
     written += [out / "report.md", *write_dvc_files(out, record)]
     atomic_write_text(out / RECORD, json_text(record))
     return written + [out / RECORD]
