@@ -41,6 +41,9 @@ class InputError(BadInput):
         super().__init__(f"{path}: {message} at byte {offset}")
         self.path, self.offset, self.message = str(path), offset, message
 
+    def __reduce__(self):  # it travels to worker processes with the range it ends
+        return type(self), (self.path, self.offset, self.message)
+
 
 def find_inputs(paths: list[str | os.PathLike]) -> list[Path]:
     """Files as given, folders expanded to their PGN files (sorted, so the order is stable)."""
@@ -80,19 +83,36 @@ def _decompressor(kind: str):
     return bz2.BZ2Decompressor()
 
 
-def read_blocks(path: Path, block: int | None = None, on_read: Callable[[int], None] | None = None) -> Iterator[bytes]:
+def read_blocks(
+    path: Path, block: int | None = None, on_read: Callable[[int], None] | None = None, start: int = 0
+) -> Iterator[bytes]:
     """The decompressed bytes of a file, block by block (`block` bytes of the file at a time),
-    across concatenated frames/members. on_read(n) is told each time n more bytes are read."""
+    across concatenated frames/members. on_read(n) is told each time n more bytes are read.
+    An uncompressed file may be read from byte `start` on."""
     kind = compression(path)
     block = block or (BLOCK if kind == "none" else COMPRESSED_BLOCK)
+    if start and kind != "none":
+        raise ValueError(f"{path}: a {kind} stream is read from its start")
     with open(path, "rb") as f:
         if kind == "none":
+            f.seek(start)
             while data := _read(path, f, block):
                 if on_read:
                     on_read(len(data))
                 yield data
             return
         yield from _inflate(path, f, kind, block, on_read)
+
+
+def read_range(path: Path, start: int, size: int) -> bytes | None:
+    """`size` bytes of an uncompressed file from byte `start`; None when they cannot all be read
+    (the caller then reads the file as a stream, which names the error and the place)."""
+    try:
+        with open(path, "rb") as f:
+            data = os.pread(f.fileno(), size, start)
+    except OSError:
+        return None
+    return data if len(data) == size else None
 
 
 def _read(path: Path, f, size: int) -> bytes:

@@ -160,9 +160,13 @@ class _Scanner:
                 self.in_comment = _comment_after(body, False)
 
 
-def split_games(blocks: Iterable[bytes], max_game_bytes: int = MAX_GAME_BYTES, fast: bool = True) -> Iterator[RawGame]:
-    """Games of a byte stream, any block boundaries. Memory holds one block plus the open game."""
-    buf, base, index, first, skipping = b"", 0, 0, True, None
+def split_games(
+    blocks: Iterable[bytes], max_game_bytes: int = MAX_GAME_BYTES, fast: bool = True, offset: int = 0, index: int = 0
+) -> Iterator[RawGame]:
+    """Games of a byte stream, any block boundaries. Memory holds one block plus the open game.
+    A stream that resumes a file at a game start gives that start's byte `offset` and game `index`
+    (a byte order mark is looked for only at the file's start)."""
+    buf, base, first, skipping = b"", offset, offset == 0, None
     for block in _with_last(blocks):
         data, last = block
         if first and data:
