@@ -46,6 +46,7 @@ class Chunk:
     final: bool = False  # the range ends the file
     broken: pgn_input.InputError | None = None  # the file cannot be read past the range
     size: int = 0  # len(data), when the worker reads it
+    spool: str | None = None  # the file holding data (then removed), instead of the input itself
 
 
 @dataclass(frozen=True)
@@ -169,7 +170,7 @@ def validate_chunk(job: ChunkJob) -> ChunkResult:
     MAX_BATCH_BYTES of text each), as one stream's batches would be."""
     chunk = job.chunk
     if chunk.data is None:
-        data = pgn_input.read_range(Path(job.source_path), chunk.offset, chunk.size)
+        data = _spooled(chunk) if chunk.spool else pgn_input.read_range(Path(job.source_path), chunk.offset, chunk.size)
         if data is None:  # the caller reads on as a stream: it names the error and the place
             return ChunkResult(False)
         chunk = replace(chunk, data=data)
@@ -182,6 +183,17 @@ def validate_chunk(job: ChunkJob) -> ChunkResult:
     ]
     end = games[-1].offset - chunk.offset + len(games[-1].data) if games else 0
     return ChunkResult(True, len(games), end, results)
+
+
+def _spooled(chunk: Chunk) -> bytes | None:
+    """A spooled range's bytes (its file removed); None if it is gone (the run moved on)."""
+    try:
+        with open(chunk.spool, "rb") as f:
+            data = f.read()
+        os.unlink(chunk.spool)
+    except OSError:
+        return None
+    return data if len(data) == chunk.size else None
 
 
 def batches(games: Iterable[RawGame], batch_games: int) -> Iterator[list[RawGame]]:

@@ -19,7 +19,7 @@ import dataclasses
 import itertools
 import os
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 from chesscore.children import die_with_parent
 from chesscore.data.shards import SCHEMA
 from chesscore.ingest.chunks import Chunk, ChunkJob, batches, cut_chunks, file_chunks, validate_chunk
+from chesscore.ingest.spool import spooled_chunks
 from chesscore.ingest.validate import BatchJob, BatchResult, ValidateConfig, rejected, validate_batch
 from chesscore.pgn import inputs as pgn_input
 from chesscore.pgn.split import RawGame, split_games
@@ -109,7 +110,8 @@ class _FileRun:
 
     def results(self, path: Path, on_read: Callable[[int], None] | None) -> Iterator[BatchResult]:
         plain = self.entry["compression"] == "none"  # the workers read their own ranges
-        blocks = pgn_input.read_blocks(path, on_read=None if plain else on_read)
+        spooled = not plain and self.pool is not None  # a reader process inflates it
+        blocks = pgn_input.read_blocks(path, on_read=None if plain or spooled else on_read)
         try:
             first = next(blocks, b"")
         except pgn_input.InputError as error:
@@ -124,6 +126,9 @@ class _FileRun:
         if plain and first:
             blocks.close()
             chunks = file_chunks(path, feed.chunk_bytes, feed.max_game_bytes, on_read)
+        elif spooled and first:
+            blocks.close()
+            chunks = self._from_reader(path, on_read)
         else:
             chunks = cut_chunks(itertools.chain([first], blocks), feed.chunk_bytes, feed.max_game_bytes)
         yield from self._ranges(path, chunks)
@@ -134,11 +139,19 @@ class _FileRun:
         elif self.games == 0:
             self.errors.append({"path": self.entry["path"], "error": "no games (empty file)"})
 
+    def _from_reader(self, path: Path, on_read: Callable[[int], None] | None) -> Iterator[Chunk]:
+        told = 0
+        for chunk, read in spooled_chunks(path, self.feed.chunk_bytes, self.feed.max_game_bytes, self.depth):
+            if on_read and read > told:
+                on_read(read - told)
+                told = read
+            yield chunk
+
     def _job(self, chunk: Chunk) -> ChunkJob:
         entry, feed = self.entry, self.feed
         return ChunkJob(feed.config, entry["path"], entry["sha256"], chunk, feed.batch_games, feed.max_game_bytes)
 
-    def _ranges(self, path: Path, chunks: Iterator[Chunk]) -> Iterator[BatchResult]:
+    def _ranges(self, path: Path, chunks: Generator[Chunk, None, None]) -> Iterator[BatchResult]:
         pending: deque[tuple[Chunk, Future | _Inline]] = deque()
         for chunk in itertools.chain(chunks, [None]):
             if chunk is not None:
@@ -150,8 +163,11 @@ class _FileRun:
                     for _, later in pending:  # computed for a cut that may not be a game start
                         if isinstance(later, Future):
                             later.cancel()
-                    rest = itertools.chain([done], (c for c, _ in pending), chunks)
-                    yield from self._one_stream(path, rest)
+                    if done.data is None:  # the workers read the ranges: the main process reads on from this one
+                        chunks.close()
+                        yield from self._one_stream(path, done, iter(()))
+                    else:
+                        yield from self._one_stream(path, done, itertools.chain((c for c, _ in pending), chunks))
                     return
                 for result in out.results:
                     yield _shifted(result, self.games)
@@ -160,10 +176,9 @@ class _FileRun:
                 if done.broken is not None:
                     self.failure = done.broken
 
-    def _one_stream(self, path: Path, chunks: Iterator[Chunk]) -> Iterator[BatchResult]:
-        """The rest of the file as the main process splits it (from a game start), its batches
-        validated by the workers."""
-        first = next(chunks)
+    def _one_stream(self, path: Path, first: Chunk, chunks: Iterator[Chunk]) -> Iterator[BatchResult]:
+        """The rest of the file from `first` (a game start) on, as the main process splits it,
+        its batches validated by the workers."""
 
         def blocks() -> Iterator[bytes]:
             for chunk in itertools.chain([first], chunks):

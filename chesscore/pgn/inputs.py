@@ -88,11 +88,13 @@ def read_blocks(
 ) -> Iterator[bytes]:
     """The decompressed bytes of a file, block by block (`block` bytes of the file at a time),
     across concatenated frames/members. on_read(n) is told each time n more bytes are read.
-    An uncompressed file may be read from byte `start` on."""
+    From byte `start` on when given (of the decompressed bytes: a compressed stream is inflated
+    from its start, and what comes before `start` dropped)."""
     kind = compression(path)
     block = block or (BLOCK if kind == "none" else COMPRESSED_BLOCK)
     if start and kind != "none":
-        raise ValueError(f"{path}: a {kind} stream is read from its start")
+        yield from _skipped(read_blocks(path, block, on_read), start)
+        return
     with open(path, "rb") as f:
         if kind == "none":
             f.seek(start)
@@ -104,15 +106,28 @@ def read_blocks(
         yield from _inflate(path, f, kind, block, on_read)
 
 
+def _skipped(blocks: Iterator[bytes], start: int) -> Iterator[bytes]:
+    """The blocks' bytes from byte `start` on."""
+    for data in blocks:
+        if start >= len(data):
+            start -= len(data)
+            continue
+        yield data[start:] if start else data
+        start = 0
+
+
 def read_range(path: Path, start: int, size: int) -> bytes | None:
     """`size` bytes of an uncompressed file from byte `start`; None when they cannot all be read
     (the caller then reads the file as a stream, which names the error and the place)."""
+    parts, got = [], 0
     try:
         with open(path, "rb") as f:
-            data = os.pread(f.fileno(), size, start)
+            while got < size and (part := os.pread(f.fileno(), size - got, start + got)):  # reads may come short
+                parts.append(part)
+                got += len(part)
     except OSError:
         return None
-    return data if len(data) == size else None
+    return b"".join(parts) if got == size else None
 
 
 def _read(path: Path, f, size: int) -> bytes:

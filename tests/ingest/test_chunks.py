@@ -11,7 +11,6 @@ from chesscore.ingest import validate_feed
 from chesscore.ingest.chunks import Chunk, cut_chunks, file_chunks, split_chunk
 from chesscore.ingest.validate import ValidateConfig
 from chesscore.ingest.validate_run import GAMES, INPUTS, REJECTS, REPORT, run_validate
-from chesscore.pgn.inputs import read_blocks
 from chesscore.pgn.split import split_games
 from tests.sample import fixture, fixture_names, sample_pgn
 
