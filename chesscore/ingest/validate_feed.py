@@ -21,7 +21,7 @@ import os
 from collections import deque
 from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 from chesscore.children import die_with_parent
 from chesscore.data.shards import SCHEMA
 from chesscore.ingest.chunks import Chunk, ChunkJob, batches, cut_chunks, file_chunks, validate_chunk
-from chesscore.ingest.spool import spooled_chunks
+from chesscore.ingest.spool import spool_dir, spooled_chunks
 from chesscore.ingest.validate import BatchJob, BatchResult, ValidateConfig, rejected, validate_batch
 from chesscore.pgn import inputs as pgn_input
 from chesscore.pgn.split import RawGame, split_games
@@ -123,15 +123,16 @@ class _FileRun:
                 yield rejected(0, 0, "not_pgn", why)
                 return
         feed = self.feed
-        if plain and first:
-            blocks.close()
-            chunks = file_chunks(path, feed.chunk_bytes, feed.max_game_bytes, on_read)
-        elif spooled and first:
-            blocks.close()
-            chunks = self._from_reader(path, on_read)
-        else:
-            chunks = cut_chunks(itertools.chain([first], blocks), feed.chunk_bytes, feed.max_game_bytes)
-        yield from self._ranges(path, chunks)
+        with ExitStack() as stack:
+            if plain and first:
+                blocks.close()
+                chunks = file_chunks(path, feed.chunk_bytes, feed.max_game_bytes, on_read)
+            elif spooled and first:
+                blocks.close()
+                chunks = self._from_reader(path, stack.enter_context(spool_dir()), on_read)
+            else:
+                chunks = cut_chunks(itertools.chain([first], blocks), feed.chunk_bytes, feed.max_game_bytes)
+            yield from self._ranges(path, chunks)
         if self.failure is not None:
             detail = f"{self.failure.message} at byte {self.failure.offset} of the file; the rest is unread"
             self.errors.append({"path": self.entry["path"], "error": str(self.failure)})
@@ -139,9 +140,9 @@ class _FileRun:
         elif self.games == 0:
             self.errors.append({"path": self.entry["path"], "error": "no games (empty file)"})
 
-    def _from_reader(self, path: Path, on_read: Callable[[int], None] | None) -> Iterator[Chunk]:
+    def _from_reader(self, path: Path, spool: Path, on_read: Callable[[int], None] | None) -> Iterator[Chunk]:
         told = 0
-        for chunk, read in spooled_chunks(path, self.feed.chunk_bytes, self.feed.max_game_bytes, self.depth):
+        for chunk, read in spooled_chunks(path, spool, self.feed.chunk_bytes, self.feed.max_game_bytes, self.depth):
             if on_read and read > told:
                 on_read(read - told)
                 told = read
