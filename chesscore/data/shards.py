@@ -99,8 +99,7 @@ def filter_rows(batch: pa.RecordBatch, keep: np.ndarray) -> pa.RecordBatch:
     by element; here their values are copied a run of kept rows at a time, several times faster
     when the kept rows come in runs (a few duplicates dropped, or one split of a batch)."""
     keep = np.asarray(keep, bool)
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], keep.view(np.int8), [0]])))
-    runs = list(zip(edges[0::2].tolist(), edges[1::2].tolist()))
+    runs = kept_runs(keep)
     mask = pa.array(keep)
     return pa.RecordBatch.from_arrays(
         [
@@ -109,6 +108,12 @@ def filter_rows(batch: pa.RecordBatch, keep: np.ndarray) -> pa.RecordBatch:
         ],
         schema=batch.schema,
     )
+
+
+def kept_runs(keep: np.ndarray) -> list[tuple[int, int]]:
+    """(start, stop) of each run of true values in `keep`."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], np.asarray(keep, bool).view(np.int8), [0]])))
+    return list(zip(edges[0::2].tolist(), edges[1::2].tolist()))
 
 
 def _filter_list(column: pa.ListArray, keep: np.ndarray, runs: list[tuple[int, int]]) -> pa.ListArray:

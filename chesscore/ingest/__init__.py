@@ -5,8 +5,11 @@
 
 Modules: `validate` (the rules a game must pass, column-wise and game by game), `rows`
 (accepted games as Arrow rows), `validate_run` (files -> games.arrow, rejects.arrow, inputs.json,
-report.json, with exact accounting), `dedup` (Lichess ids and move sequences already seen),
-`convert` (splits, shards and manifest, with the leakage check).
+report.json, with exact accounting), `validate_feed` (its inner parallel path: each file's byte
+ranges through the workers, in order), `chunks` (cutting a stream into ranges at game starts,
+and the worker that splits and validates one), `spool` (the reader process that inflates a
+compressed input), `dedup` (Lichess ids and move sequences already seen), `convert` (splits,
+shards and manifest, with the leakage check).
 """
 
 from chesscore.ingest.convert import ConvertConfig, LeakageError, run_convert

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-FLUSH = 1 << 16
+FLUSH = 1 << 12  # each lookup scans the waiting keys: more of them cost more than the extra runs
 
 
 def repeated(keys: np.ndarray) -> np.ndarray:

@@ -10,21 +10,18 @@
     data/validated/report.json     the counts: by reason, by file, file-level errors
     data/validated/metrics.json    the DVC metric: the games accepted
 
-The main process reads and splits the files; worker processes parse and judge batches of games;
-results are merged in input order and deduplicated there (first occurrence wins), so the output is
-byte-identical for any number of workers. Everything is written to a temporary folder that replaces
+The main process reads the files and cuts them into byte ranges at game starts; worker processes
+split, parse and judge the ranges (chesscore.ingest.validate_feed); results are merged in input
+order and deduplicated there (first occurrence wins), so the output is byte-identical for any
+number of workers. Everything is written to a temporary folder that replaces
 `out` only after the accounting check (per file: seen == accepted + rejected) has passed.
 """
 
 from __future__ import annotations
 
-import itertools
-import os
-from collections import Counter, deque
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -32,13 +29,13 @@ import numpy as np
 import pyarrow as pa
 
 from chesscore import failures
-from chesscore.children import die_with_parent
-from chesscore.data.shards import SCHEMA, RowWriter, filter_rows
+from chesscore.data.shards import SCHEMA, RowWriter, kept_runs
 from chesscore.fileio import atomic_write_json, atomic_write_text, metrics_text, replace_dir, sha256_file, staging_dir
 from chesscore.ingest.dedup import SeenKeys, repeated
-from chesscore.ingest.validate import BatchJob, BatchResult, ValidateConfig, rejected, validate_batch
+from chesscore.ingest.validate import BatchResult, ValidateConfig
+from chesscore.ingest.validate_feed import Feed, results, worker_pool
 from chesscore.pgn import inputs as pgn_input
-from chesscore.pgn.split import MAX_GAME_BYTES, split_games
+from chesscore.pgn.split import MAX_GAME_BYTES
 
 FORMAT = "chesscore-validated/1"
 GAMES, REJECTS, INPUTS, REPORT = "games.arrow", "rejects.arrow", "inputs.json", "report.json"
@@ -55,11 +52,6 @@ REJECT_SCHEMA = pa.schema(
     ]
 )
 _INDEX_BITS = 40  # a dedup tag is (file number << 40) | game index
-# A batch also ends before this much text (4000 Lichess games are about 3 MB; a game alone may
-# reach MAX_GAME_BYTES, the same 8 MiB): the parsers' buffers
-# grow with the moves in a batch (~70 bytes a position), and hostile games can pack a ply into
-# 4 bytes. The output does not depend on where batches end.
-MAX_BATCH_BYTES = 8 << 20
 
 
 class NoInput(failures.BadInput):
@@ -114,10 +106,14 @@ def run_validate(
     out = Path(out)
     errors: list[dict[str, Any]] = []
     with staging_dir(out) as tmp:
-        items = _work(files, inputs, config, batch_games, max_game_bytes, errors, progress)
-        with RowWriter(tmp / GAMES, SCHEMA) as games_out, RowWriter(tmp / REJECTS, REJECT_SCHEMA) as rejects_out:
+        feed = Feed(config, batch_games, max_game_bytes)
+        with (
+            RowWriter(tmp / GAMES, SCHEMA) as games_out,
+            RowWriter(tmp / REJECTS, REJECT_SCHEMA) as rejects_out,
+            worker_pool(workers) as pool,
+        ):
             merge = _Merger(inputs, games_out, rejects_out)
-            for number, result in _ordered(items, workers):
+            for number, result in results(pool, files, inputs, feed, errors, progress):
                 merge.add(number, result)
         for entry in inputs:
             rejected = sum(entry["rejected"].values())
@@ -152,70 +148,6 @@ def _describe(path: Path) -> dict[str, Any]:
     return {**entry, "games_seen": 0, "accepted": 0, "rejected": Counter(), "reference_reads": 0}
 
 
-def _work(files, inputs, config, batch_games, max_game_bytes, errors, progress) -> Iterator[tuple[int, Any]]:
-    """(file number, BatchJob or a ready BatchResult) in input order; file-level problems become
-    one reject each (not PGN at all, or unreadable from some byte on), after every game before."""
-    seen = 0
-    for number, path in enumerate(files):
-        entry = inputs[number]
-        blocks = pgn_input.read_blocks(path, on_read=(lambda n: progress(n, seen)) if progress else None)  # noqa: B023 - reads the running count
-        batch, last_end, next_index, failure = [], 0, 0, None
-        try:
-            first = next(blocks, b"")
-            why = pgn_input.sniff(first)
-            if why is not None:
-                errors.append({"path": entry["path"], "error": why})
-                yield number, rejected(0, 0, "not_pgn", why)
-                continue
-            size = 0
-            for game in split_games(itertools.chain([first], blocks), max_game_bytes):
-                if batch and size + len(game.data) > MAX_BATCH_BYTES:
-                    seen += len(batch)
-                    yield number, BatchJob(config, entry["path"], entry["sha256"], batch)
-                    batch, size = [], 0
-                batch.append(game)
-                size += len(game.data)
-                if len(batch) == batch_games:
-                    seen += len(batch)
-                    yield number, BatchJob(config, entry["path"], entry["sha256"], batch)
-                    batch, size = [], 0
-                last_end, next_index = game.offset + len(game.data), game.index + 1
-        except pgn_input.InputError as error:
-            failure = error
-        if batch:
-            seen += len(batch)
-            yield number, BatchJob(config, entry["path"], entry["sha256"], batch)
-        if failure is not None:
-            errors.append({"path": entry["path"], "error": str(failure)})
-            detail = f"{failure.message} at byte {failure.offset} of the file; the rest is unread"
-            yield number, rejected(next_index, last_end, "unreadable", detail)
-        elif next_index == 0:
-            errors.append({"path": entry["path"], "error": "no games (empty file)"})
-
-
-def _ordered(items: Iterator[tuple[int, Any]], workers: int) -> Iterator[tuple[int, BatchResult]]:
-    """validate_batch over the jobs, in order, at most 2 x workers batches in flight."""
-    if workers <= 1:
-        for number, item in items:
-            yield number, validate_batch(item) if isinstance(item, BatchJob) else item
-        return
-    with ProcessPoolExecutor(
-        workers, mp_context=get_context("spawn"), initializer=die_with_parent, initargs=(os.getpid(),)
-    ) as pool:
-        pending: deque[tuple[int, Future | BatchResult]] = deque()
-        for number, item in items:
-            pending.append((number, pool.submit(validate_batch, item) if isinstance(item, BatchJob) else item))
-            while len(pending) > 2 * workers:
-                yield _resolved(pending.popleft())
-        while pending:
-            yield _resolved(pending.popleft())
-
-
-def _resolved(pair: tuple[int, Future | BatchResult]) -> tuple[int, BatchResult]:
-    number, item = pair
-    return number, item.result() if isinstance(item, Future) else item
-
-
 class _Merger:
     """Dedup in input order and write each batch's accepted rows and rejects."""
 
@@ -229,10 +161,12 @@ class _Merger:
         keep = np.ones(rows.num_rows, bool)
         if rows.num_rows:
             self._dedup(number, rows, result, keep, rejects)
-        if not keep.all():
-            rows = filter_rows(rows, keep)
-        if rows.num_rows:
-            self.games_out.write_batch(rows)
+        if keep.all():
+            if rows.num_rows:
+                self.games_out.write_batch(rows)
+        else:  # zero-copy slices between the duplicates: the writer copies the rows once anyway
+            for start, stop in kept_runs(keep):
+                self.games_out.write_batch(rows.slice(start, stop - start))
         if rejects:
             columns = list(zip(*rejects))
             self.rejects_out.write_batch(
@@ -250,7 +184,7 @@ class _Merger:
                 )
             )
         entry["games_seen"] += result.seen
-        entry["accepted"] += rows.num_rows
+        entry["accepted"] += int(keep.sum())
         entry["rejected"].update(reject[3] for reject in rejects)
         entry["reference_reads"] += result.reference_reads
 

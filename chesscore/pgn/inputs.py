@@ -41,6 +41,9 @@ class InputError(BadInput):
         super().__init__(f"{path}: {message} at byte {offset}")
         self.path, self.offset, self.message = str(path), offset, message
 
+    def __reduce__(self):  # it travels to worker processes with the range it ends
+        return type(self), (self.path, self.offset, self.message)
+
 
 def find_inputs(paths: list[str | os.PathLike]) -> list[Path]:
     """Files as given, folders expanded to their PGN files (sorted, so the order is stable)."""
@@ -80,19 +83,51 @@ def _decompressor(kind: str):
     return bz2.BZ2Decompressor()
 
 
-def read_blocks(path: Path, block: int | None = None, on_read: Callable[[int], None] | None = None) -> Iterator[bytes]:
+def read_blocks(
+    path: Path, block: int | None = None, on_read: Callable[[int], None] | None = None, start: int = 0
+) -> Iterator[bytes]:
     """The decompressed bytes of a file, block by block (`block` bytes of the file at a time),
-    across concatenated frames/members. on_read(n) is told each time n more bytes are read."""
+    across concatenated frames/members. on_read(n) is told each time n more bytes are read.
+    From byte `start` on when given (of the decompressed bytes: a compressed stream is inflated
+    from its start, and what comes before `start` dropped)."""
     kind = compression(path)
     block = block or (BLOCK if kind == "none" else COMPRESSED_BLOCK)
+    if start and kind != "none":
+        yield from _skipped(read_blocks(path, block, on_read), start)
+        return
     with open(path, "rb") as f:
         if kind == "none":
+            f.seek(start)
             while data := _read(path, f, block):
                 if on_read:
                     on_read(len(data))
                 yield data
             return
         yield from _inflate(path, f, kind, block, on_read)
+
+
+def _skipped(blocks: Iterator[bytes], start: int) -> Iterator[bytes]:
+    """The blocks' bytes from byte `start` on."""
+    for data in blocks:
+        if start >= len(data):
+            start -= len(data)
+            continue
+        yield data[start:] if start else data
+        start = 0
+
+
+def read_range(path: Path, start: int, size: int) -> bytes | None:
+    """`size` bytes of an uncompressed file from byte `start`; None when they cannot all be read
+    (the caller then reads the file as a stream, which names the error and the place)."""
+    parts, got = [], 0
+    try:
+        with open(path, "rb") as f:
+            while got < size and (part := os.pread(f.fileno(), size - got, start + got)):  # reads may come short
+                parts.append(part)
+                got += len(part)
+    except OSError:
+        return None
+    return b"".join(parts) if got == size else None
 
 
 def _read(path: Path, f, size: int) -> bytes:

@@ -36,6 +36,9 @@ _TAG_NAMES = re.compile(rb"\[\s*([A-Za-z0-9][A-Za-z0-9_+#=:-]*)")
 # Where reading resumes after an oversized game: the next line that starts like a tag.
 _RESYNC = re.compile(rb'\n\[[A-Za-z0-9][A-Za-z0-9_+#=:-]{0,200}\s*"')
 _RESYNC_TAIL = 256  # bytes kept between blocks while skipping, so a match may span two blocks
+# Reading resumes only after a line that is not a tag (rule 1: a tag line after movetext): the
+# oversized game's own tag lines start no game, however the stream was cut into blocks.
+_TEXT_LINE = re.compile(rb"\n[ \t\r]*[^\[\s]")
 _TAG_PAIRS = re.compile(rb'(?:\[[^\[\]"\n]*"(?:[^"\\\n]|\\.)*"\s*\]\s*)+')  # tags before moves on a line
 
 
@@ -160,9 +163,13 @@ class _Scanner:
                 self.in_comment = _comment_after(body, False)
 
 
-def split_games(blocks: Iterable[bytes], max_game_bytes: int = MAX_GAME_BYTES, fast: bool = True) -> Iterator[RawGame]:
-    """Games of a byte stream, any block boundaries. Memory holds one block plus the open game."""
-    buf, base, index, first, skipping = b"", 0, 0, True, None
+def split_games(
+    blocks: Iterable[bytes], max_game_bytes: int = MAX_GAME_BYTES, fast: bool = True, offset: int = 0, index: int = 0
+) -> Iterator[RawGame]:
+    """Games of a byte stream, any block boundaries. Memory holds one block plus the open game.
+    A stream that resumes a file at a game start gives that start's byte `offset` and game `index`
+    (a byte order mark is looked for only at the file's start)."""
+    buf, base, first, skipping, tags_only = b"", offset, offset == 0, None, False
     for block in _with_last(blocks):
         data, last = block
         if first and data:
@@ -170,6 +177,15 @@ def split_games(blocks: Iterable[bytes], max_game_bytes: int = MAX_GAME_BYTES, f
             if data.startswith(BOM):
                 data, base = data[len(BOM) :], len(BOM)
         buf += data
+        if skipping is not None and tags_only:  # inside an oversized game's tags: look for its movetext
+            text = _TEXT_LINE.search(buf)
+            if text is None and not last:
+                keep = min(len(buf), _RESYNC_TAIL)
+                base, buf = base + len(buf) - keep, buf[len(buf) - keep :]
+                continue
+            tags_only = False
+            if text is not None:
+                base, buf = base + text.start() + 1, buf[text.start() + 1 :]
         if skipping is not None:  # inside an oversized game: look for the next tag line
             found = _RESYNC.search(buf)
             if found is None and not last:
@@ -193,7 +209,7 @@ def split_games(blocks: Iterable[bytes], max_game_bytes: int = MAX_GAME_BYTES, f
                 if end <= 0:  # not even a line end: the open game (after any blank lines) is over the cap
                     lead = len(buf) - len(buf.lstrip())
                     if lead < len(buf):
-                        skipping = base + lead
+                        skipping, tags_only = base + lead, True
                     base, buf = base + len(buf), b""
                     continue
         if end <= 0:
@@ -214,7 +230,7 @@ def split_games(blocks: Iterable[bytes], max_game_bytes: int = MAX_GAME_BYTES, f
         if not last:
             base, buf = base + starts[-1], buf[starts[-1] :]
             if len(buf) > max_game_bytes:
-                skipping, buf, base = base, buf[1:], base + 1
+                skipping, tags_only, buf, base = base, True, buf[1:], base + 1
 
 
 def _find_games(buf: bytes, end: int, fast: bool) -> tuple[list[int], dict[int, int], set[int]]:

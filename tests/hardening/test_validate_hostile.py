@@ -154,15 +154,15 @@ def test_a_decompression_bomb_is_an_unreadable_reject_read_in_bounded_memory(tmp
 
 
 def test_a_batch_ends_at_a_byte_budget_and_the_output_does_not_change(tmp_path, monkeypatch):
-    from chesscore.ingest import validate_run
+    from chesscore.ingest import chunks
 
     (tmp_path / "g.pgn").write_text(random_games(40), encoding="utf-8")
     run_validate([tmp_path / "g.pgn"], tmp_path / "whole", ValidateConfig())
     sizes = []
-    real = validate_run.validate_batch
-    monkeypatch.setattr(validate_run, "MAX_BATCH_BYTES", 5_000)
+    real = chunks.validate_batch
+    monkeypatch.setattr(chunks, "MAX_BATCH_BYTES", 5_000)
     monkeypatch.setattr(
-        validate_run, "validate_batch", lambda job: sizes.append(sum(len(g.data) for g in job.games)) or real(job)
+        chunks, "validate_batch", lambda job: sizes.append(sum(len(g.data) for g in job.games)) or real(job)
     )
     run_validate([tmp_path / "g.pgn"], tmp_path / "cut", ValidateConfig())
     assert len(sizes) > 5 and max(sizes) <= 5_000

@@ -167,6 +167,17 @@ def test_an_oversized_game_is_one_problem_record_and_reading_resumes():
     assert games[0].offset == 0 and games[0].data == b"" and games[1].data.startswith(b'[Event "next"]')
 
 
+@pytest.mark.parametrize("block", [7, 100, 999, 1 << 20])
+def test_an_oversized_game_with_many_tag_lines_is_one_problem_record_for_any_blocks(block):
+    """Skipping used to resume at the oversized game's own second tag line when the stream came in
+    blocks smaller than the game: one game became two records, depending on the reads."""
+    big = b'[Event "big"]\n[Site "x"]\n[Result "*"]\n\n1. e4 {' + b"x" * 5000 + b"} e5 *\n\n"
+    data = b'[Event "a"]\n\n1. d4 *\n\n' + big + b'[Event "next"]\n[Result "*"]\n\n1. d4 *\n'
+    games = list(split_games([data[i : i + block] for i in range(0, len(data), block)], max_game_bytes=1000))
+    assert [(g.index, g.problem is not None) for g in games] == [(0, False), (1, True), (2, False)]
+    assert games[1].offset == data.index(b'[Event "big"]') and games[2].data.startswith(b'[Event "next"]')
+
+
 LINES = [
     b'[Event "Rated Blitz game"]',
     b'[Site "https://lichess.org/abcdefgh"]',
