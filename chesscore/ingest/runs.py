@@ -1,0 +1,107 @@
+"""A part's dedup keys as sorted runs on disk, and their merge across parts in bounded memory.
+
+    log = KeyLog()
+    log.add(id_keys, move_keys, source_index)       # per validated batch, in input order
+    log.write(part / "keys")                         # id_keys.npy, id_rows.npy, move_keys.npy, ...
+    for keys, tags in shared_keys([run_a, run_b]):   # every key found more than once, all its tags
+        ...
+
+A part is one raw file validated alone (`python -m stages.validate --part`, which leaves dedup to
+the merge stage, chesscore.ingest.merge). Its keys/ folder holds, per kind (`id`: the Lichess id,
+rows without one left out; `move`: the tokens), two 1-D arrays sorted by (key, row): KIND_keys.npy
+(uint64) and KIND_rows.npy (the row in the part's games.arrow), plus index.npy, each row's game
+index in its file (for the duplicates' reject details). 1-D and contiguous, so a memory-mapped
+run is binary-searched in place without loading it.
+
+shared_keys merges the runs of many parts a window at a time (at most `window` entries of each
+run in memory, then only the keys that repeat), so its memory does not grow with the games: a
+tag is (part << 40) | row, the order in which the first occurrence wins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+KINDS = ("id", "move")
+INDEX = "index.npy"
+ROW_BITS = 40  # a tag is (part << 40) | row, as validate_run's (file << 40) | game index
+WINDOW = 1 << 16  # entries of each run read at a time (16 bytes each)
+
+
+class KeyLog:
+    """The keys of a part's accepted rows, collected in row order and written as sorted runs."""
+
+    def __init__(self) -> None:
+        self._ids: list[np.ndarray] = []
+        self._moves: list[np.ndarray] = []
+        self._index: list[np.ndarray] = []
+
+    def add(self, id_keys: np.ndarray, move_keys: np.ndarray, source_index: np.ndarray) -> None:
+        self._ids.append(np.asarray(id_keys, np.uint64))
+        self._moves.append(np.asarray(move_keys, np.uint64))
+        self._index.append(np.asarray(source_index, np.int64))
+
+    def write(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        ids, moves, index = (
+            _joined(parts, dtype)
+            for parts, dtype in ((self._ids, np.uint64), (self._moves, np.uint64), (self._index, np.int64))
+        )
+        rows = np.arange(len(index), dtype=np.uint64)
+        has_id = ids != 0  # no Lichess id: such rows are told apart by their moves only
+        for kind, keys, key_rows in (("id", ids[has_id], rows[has_id]), ("move", moves, rows)):
+            order = np.lexsort((key_rows, keys))
+            np.save(folder / f"{kind}_keys.npy", keys[order])
+            np.save(folder / f"{kind}_rows.npy", key_rows[order])
+        np.save(folder / INDEX, index)
+
+
+def _joined(parts: list[np.ndarray], dtype) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype)
+
+
+def open_run(folder: Path, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """A part's sorted (keys, rows) of one kind, memory-mapped."""
+    return (np.load(folder / f"{kind}_keys.npy", mmap_mode="r"), np.load(folder / f"{kind}_rows.npy", mmap_mode="r"))
+
+
+def shared_keys(
+    runs: list[tuple[np.ndarray, np.ndarray]], window: int = WINDOW
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(keys, tags) of every key occurring more than once over the runs (run i is part i), sorted
+    by key then tag, a window at a time; the entries of one key always come in one window."""
+    at = [0] * len(runs)
+    while True:
+        live = [i for i, (keys, _) in enumerate(runs) if at[i] < len(keys)]
+        if not live:
+            return
+        # Every run is safe below the smallest last key of a window that does not reach its end.
+        cut = [runs[i][0][at[i] + window - 1] for i in live if at[i] + window < len(runs[i][0])]
+        bound = min(cut) if cut else None
+        stops = {i: _stop(runs[i][0], at[i], window, bound, "left") for i in live}
+        if bound is not None and all(stops[i] == at[i] for i in live):
+            # One key fills a whole window: take all of its entries (as long as its group).
+            stops = {i: at[i] + int(np.searchsorted(runs[i][0][at[i] :], bound, "right")) for i in live}
+        keys = np.concatenate([runs[i][0][at[i] : stops[i]] for i in live])
+        tags = np.concatenate(
+            [(np.uint64(i) << np.uint64(ROW_BITS)) | runs[i][1][at[i] : stops[i]].astype(np.uint64) for i in live]
+        )
+        for i in live:
+            at[i] = stops[i]
+        order = np.lexsort((tags, keys))
+        keys, tags = keys[order], tags[order]
+        same = keys[1:] == keys[:-1]
+        repeated = np.zeros(len(keys), bool)
+        repeated[1:] |= same
+        repeated[:-1] |= same
+        if repeated.any():
+            yield keys[repeated], tags[repeated]
+
+
+def _stop(keys: np.ndarray, start: int, window: int, bound, side: str) -> int:
+    if bound is None:
+        return len(keys)
+    return start + int(np.searchsorted(keys[start : start + window], bound, side))
