@@ -31,7 +31,8 @@ from chesscore import failures
 from chesscore.data.shards import SCHEMA, RowWriter, filter_rows
 from chesscore.fileio import atomic_write_json, atomic_write_text, metrics_text, replace_dir, staging_dir
 from chesscore.ingest import validate_run
-from chesscore.ingest.runs import INDEX, KINDS, ROW_BITS, WINDOW, open_run, shared_keys
+from chesscore.ingest.convert import _validated_games as validated_games
+from chesscore.ingest.runs import INDEX, KINDS, ROW_BITS, WINDOW, Run, shared_keys
 from chesscore.ingest.validate_run import GAMES, INPUTS, KEYS, METRICS, REJECT_SCHEMA, REJECTS, REPORT
 
 _ROW_MASK = (1 << ROW_BITS) - 1
@@ -92,7 +93,7 @@ def merge_parts(
 def find_duplicates(parts: list[Path], inputs: list[dict], window: int = WINDOW) -> dict[int, dict[int, str]]:
     """{part: {row: reject detail}} of every game an earlier game repeats, by the rule of
     validate_run: a game is dropped when its id or its moves equal a game kept before it."""
-    found = [list(shared_keys([open_run(part / KEYS, kind) for part in parts], window)) for kind in KINDS]
+    found = [list(shared_keys([Run(part / KEYS, kind) for part in parts], window)) for kind in KINDS]
     keys = np.concatenate([keys for pieces in found for keys, _ in pieces] or [np.zeros(0, np.uint64)])
     tags = np.concatenate([tags for pieces in found for _, tags in pieces] or [np.zeros(0, np.uint64)])
     kinds = np.concatenate([np.full(len(k), n, np.uint8) for n, pieces in enumerate(found) for k, _ in pieces] or [[]])
@@ -123,34 +124,31 @@ def _write_games(part: Path, removed: dict[int, str], games_out: RowWriter, prog
     """Stream the part's games without the duplicates; their rejects, in game order."""
     rows = sorted(removed)
     dups: list[tuple] = []
-    with pa.memory_map(str(part / GAMES)) as source:
-        reader = pa.ipc.open_file(source)
-        start = 0
-        for b in range(reader.num_record_batches):
-            batch = reader.get_batch(b)
-            size = batch.num_rows
-            lo, hi = bisect.bisect_left(rows, start), bisect.bisect_left(rows, start + size)
-            if hi > lo:
-                local = np.array(rows[lo:hi]) - start
-                index, offset = batch["source_index"].to_numpy(), batch["source_offset"].to_numpy()
-                game_ids = batch["game_id"]
-                for r, i in zip(rows[lo:hi], local.tolist()):
-                    dups.append((int(index[i]), int(offset[i]), game_ids[i].as_py(), "duplicate", removed[r]))
-                keep = np.ones(batch.num_rows, bool)
-                keep[local] = False
-                batch = filter_rows(batch, keep)
-            start += size
-            if batch.num_rows:
-                games_out.write_batch(batch)
-                if progress:
-                    progress(batch.num_rows)
+    start = 0
+    for batch in validated_games(part / GAMES):
+        size = batch.num_rows
+        lo, hi = bisect.bisect_left(rows, start), bisect.bisect_left(rows, start + size)
+        if hi > lo:
+            local = np.array(rows[lo:hi]) - start
+            index, offset = batch["source_index"].to_numpy(), batch["source_offset"].to_numpy()
+            game_ids = batch["game_id"]
+            for r, i in zip(rows[lo:hi], local.tolist()):
+                dups.append((int(index[i]), int(offset[i]), game_ids[i].as_py(), "duplicate", removed[r]))
+            keep = np.ones(batch.num_rows, bool)
+            keep[local] = False
+            batch = filter_rows(batch, keep)
+        start += size
+        if batch.num_rows:
+            games_out.write_batch(batch)
+            if progress:
+                progress(batch.num_rows)
     return dups
 
 
 def _write_rejects(part: Path, entry: dict, dups: list[tuple], rejects_out: RowWriter) -> None:
     """The part's rejects with the duplicates' among them, in game order (as validate_run)."""
     at, indexes = 0, [dup[0] for dup in dups]
-    with pa.memory_map(str(part / REJECTS)) as source:
+    with pa.OSFile(str(part / REJECTS)) as source:  # read, not mapped: RSS stays bounded
         reader = pa.ipc.open_file(source)
         for b in range(reader.num_record_batches):
             batch = reader.get_batch(b)

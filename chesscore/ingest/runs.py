@@ -3,15 +3,14 @@
     log = KeyLog()
     log.add(id_keys, move_keys, source_index)       # per validated batch, in input order
     log.write(part / "keys")                         # id_keys.npy, id_rows.npy, move_keys.npy, ...
-    for keys, tags in shared_keys([run_a, run_b]):   # every key found more than once, all its tags
+    for keys, tags in shared_keys([Run(a, "id"), Run(b, "id")]):   # every key found more than once, all its tags
         ...
 
 A part is one raw file validated alone (`python -m stages.validate --part`, which leaves dedup to
 the merge stage, chesscore.ingest.merge). Its keys/ folder holds, per kind (`id`: the Lichess id,
 rows without one left out; `move`: the tokens), two 1-D arrays sorted by (key, row): KIND_keys.npy
 (uint64) and KIND_rows.npy (the row in the part's games.arrow), plus index.npy, each row's game
-index in its file (for the duplicates' reject details). 1-D and contiguous, so a memory-mapped
-run is binary-searched in place without loading it.
+index in its file (for the duplicates' reject details). 1-D, so a slice of a run is one read.
 
 shared_keys merges the runs of many parts a window at a time (at most `window` entries of each
 run in memory, then only the keys that repeat), so its memory does not grow with the games: a
@@ -63,32 +62,62 @@ def _joined(parts: list[np.ndarray], dtype) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype)
 
 
-def open_run(folder: Path, kind: str) -> tuple[np.ndarray, np.ndarray]:
-    """A part's sorted (keys, rows) of one kind, memory-mapped."""
-    return (np.load(folder / f"{kind}_keys.npy", mmap_mode="r"), np.load(folder / f"{kind}_rows.npy", mmap_mode="r"))
+class Run:
+    """One sorted run of a part on disk, read a slice at a time with plain reads: a memory map
+    would leave every page it touched resident, and the merge's RSS would grow with the keys."""
+
+    def __init__(self, folder: Path, kind: str) -> None:
+        self.paths = (folder / f"{kind}_keys.npy", folder / f"{kind}_rows.npy")
+        maps = [np.load(path, mmap_mode="r") for path in self.paths]  # the header only: no page is read
+        self.offsets = [int(m.offset) for m in maps]
+        self.length = len(maps[0])
+        del maps
+
+    def __len__(self) -> int:
+        return self.length
+
+    def keys(self, start: int, stop: int) -> np.ndarray:
+        return self._read(0, start, stop)
+
+    def rows(self, start: int, stop: int) -> np.ndarray:
+        return self._read(1, start, stop)
+
+    def _read(self, which: int, start: int, stop: int) -> np.ndarray:
+        stop = min(stop, self.length)
+        if stop <= start:
+            return np.zeros(0, np.uint64)
+        return np.fromfile(self.paths[which], np.uint64, stop - start, offset=self.offsets[which] + 8 * start)
+
+    def end_of(self, key: int, start: int, window: int) -> int:
+        """The first position from `start` on whose key is above `key`, a window at a time."""
+        while True:
+            keys = self.keys(start, start + window)
+            end = int(np.searchsorted(keys, key, "right"))
+            if end < len(keys) or start + len(keys) >= self.length:
+                return start + end
+            start += len(keys)
 
 
-def shared_keys(
-    runs: list[tuple[np.ndarray, np.ndarray]], window: int = WINDOW
-) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def shared_keys(runs: list[Run], window: int = WINDOW) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """(keys, tags) of every key occurring more than once over the runs (run i is part i), sorted
     by key then tag, a window at a time; the entries of one key always come in one window."""
     at = [0] * len(runs)
     while True:
-        live = [i for i, (keys, _) in enumerate(runs) if at[i] < len(keys)]
+        live = [i for i, run in enumerate(runs) if at[i] < len(run)]
         if not live:
             return
+        windows = {i: runs[i].keys(at[i], at[i] + window) for i in live}
         # Every run is safe below the smallest last key of a window that does not reach its end.
-        cut = [runs[i][0][at[i] + window - 1] for i in live if at[i] + window < len(runs[i][0])]
+        cut = [windows[i][-1] for i in live if at[i] + window < len(runs[i])]
         bound = min(cut) if cut else None
-        stops = {i: _stop(runs[i][0], at[i], window, bound, "left") for i in live}
-        if bound is not None and all(stops[i] == at[i] for i in live):
-            # One key fills a whole window: take all of its entries (as long as its group).
-            stops = {i: at[i] + int(np.searchsorted(runs[i][0][at[i] :], bound, "right")) for i in live}
-        keys = np.concatenate([runs[i][0][at[i] : stops[i]] for i in live])
-        tags = np.concatenate(
-            [(np.uint64(i) << np.uint64(ROW_BITS)) | runs[i][1][at[i] : stops[i]].astype(np.uint64) for i in live]
-        )
+        if bound is None:
+            stops = {i: at[i] + len(windows[i]) for i in live}
+        else:
+            stops = {i: at[i] + int(np.searchsorted(windows[i], bound, "left")) for i in live}
+            if all(stops[i] == at[i] for i in live):  # one key fills a whole window: take all of it
+                stops = {i: runs[i].end_of(bound, at[i], window) for i in live}
+        keys = np.concatenate([runs[i].keys(at[i], stops[i]) for i in live])
+        tags = np.concatenate([(np.uint64(i) << np.uint64(ROW_BITS)) | runs[i].rows(at[i], stops[i]) for i in live])
         for i in live:
             at[i] = stops[i]
         order = np.lexsort((tags, keys))
@@ -99,9 +128,3 @@ def shared_keys(
         repeated[:-1] |= same
         if repeated.any():
             yield keys[repeated], tags[repeated]
-
-
-def _stop(keys: np.ndarray, start: int, window: int, bound, side: str) -> int:
-    if bound is None:
-        return len(keys)
-    return start + int(np.searchsorted(keys[start : start + window], bound, side))
