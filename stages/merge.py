@@ -40,7 +40,7 @@ class Settings:
     suffix: str = ".pgn.zst"  # the raw files' suffix
     parts: Path = Path("data/parts")  # the part folders, PARTS/NAME
     out: Path = Path("data/merged")  # the merged validated folder (convert.validated)
-    window: int = WINDOW  # key entries of each part read at a time (16 bytes each): the memory bound
+    window: int = WINDOW  # key entries read at a time over all parts (~50 bytes each): the memory bound
 
     def __post_init__(self) -> None:
         if self.window < 1:

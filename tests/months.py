@@ -56,6 +56,7 @@ def write_months(folder: Path, count: int = 12, games: int = 40, first: int = 1)
     """Months first..first+count-1 as folder/mNN.pgn.zst (zstd, as Lichess ships them)."""
     folder.mkdir(parents=True, exist_ok=True)
     texts = sample_texts()
+    texts = texts * (1 + (first + count - 1) * games // len(texts))  # past the sample: its games again
     paths = []
     for month in range(first, first + count):
         path = folder / f"m{month:02d}.pgn.zst"

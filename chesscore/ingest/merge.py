@@ -32,7 +32,7 @@ from chesscore.data.shards import SCHEMA, RowWriter, filter_rows
 from chesscore.fileio import atomic_write_json, atomic_write_text, metrics_text, replace_dir, staging_dir
 from chesscore.ingest import validate_run
 from chesscore.ingest.convert import _validated_games as validated_games
-from chesscore.ingest.runs import INDEX, KINDS, ROW_BITS, WINDOW, Run, shared_keys
+from chesscore.ingest.runs import INDEX, KINDS, ROW_BITS, WINDOW, Run, game_indexes, shared_keys
 from chesscore.ingest.validate_run import GAMES, INPUTS, KEYS, METRICS, REJECT_SCHEMA, REJECTS, REPORT
 
 _ROW_MASK = (1 << ROW_BITS) - 1
@@ -100,8 +100,7 @@ def find_duplicates(parts: list[Path], inputs: list[dict], window: int = WINDOW)
     order = np.lexsort((kinds, tags))  # input order, the id before the moves
     tags_in, kinds_in, keys_in = tags[order].tolist(), kinds[order].tolist(), keys[order].tolist()
     kept: tuple[dict[int, int], dict[int, int]] = ({}, {})  # key -> tag of the game kept with it
-    indexes = [np.load(part / KEYS / INDEX, mmap_mode="r") for part in parts]
-    duplicates: dict[int, dict[int, str]] = {}
+    found_by: dict[int, list[tuple[int, str, int]]] = {}  # part -> [(row, what, tag of the first)]
     at = 0
     while at < len(tags_in):
         tag, mine = tags_in[at], [None, None]
@@ -115,9 +114,24 @@ def find_duplicates(parts: list[Path], inputs: list[dict], window: int = WINDOW)
                     kept[kind][key] = tag
             continue
         what, by = ("game id", first[0]) if first[0] >= 0 else ("moves", first[1])
-        where = f"game {int(indexes[by >> ROW_BITS][by & _ROW_MASK])} of {inputs[by >> ROW_BITS]['path']}"
-        duplicates.setdefault(tag >> ROW_BITS, {})[tag & _ROW_MASK] = f"same {what} as {where}"
+        found_by.setdefault(tag >> ROW_BITS, []).append((tag & _ROW_MASK, what, by))
+    where = _first_places(parts, inputs, {by for dups in found_by.values() for _, _, by in dups}, window)
+    duplicates = {
+        part: {row: f"same {what} as {where[by]}" for row, what, by in dups} for part, dups in found_by.items()
+    }
     return duplicates
+
+
+def _first_places(parts: list[Path], inputs: list[dict], tags: set[int], window: int) -> dict[int, str]:
+    """'game N of PATH' of each tag, as validate_run names a duplicate's first occurrence."""
+    places = {}
+    ordered = np.array(sorted(tags), np.uint64)
+    for number, part in enumerate(parts):
+        mine = ordered[(ordered >> np.uint64(ROW_BITS)) == number]
+        rows = (mine & np.uint64(_ROW_MASK)).astype(np.int64)
+        for tag, index in zip(mine.tolist(), game_indexes(part / KEYS, rows, window).tolist()):
+            places[tag] = f"game {index} of {inputs[number]['path']}"
+    return places
 
 
 def _write_games(part: Path, removed: dict[int, str], games_out: RowWriter, progress) -> list[tuple]:

@@ -12,9 +12,9 @@ rows without one left out; `move`: the tokens), two 1-D arrays sorted by (key, r
 (uint64) and KIND_rows.npy (the row in the part's games.arrow), plus index.npy, each row's game
 index in its file (for the duplicates' reject details). 1-D, so a slice of a run is one read.
 
-shared_keys merges the runs of many parts a window at a time (at most `window` entries of each
-run in memory, then only the keys that repeat), so its memory does not grow with the games: a
-tag is (part << 40) | row, the order in which the first occurrence wins.
+shared_keys merges the runs of many parts a window at a time (`window` entries over all runs in
+memory, then only the keys that repeat), so its memory does not grow with the games: a tag is
+(part << 40) | row, the order in which the first occurrence wins.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import numpy as np
 KINDS = ("id", "move")
 INDEX = "index.npy"
 ROW_BITS = 40  # a tag is (part << 40) | row, as validate_run's (file << 40) | game index
-WINDOW = 1 << 16  # entries of each run read at a time (16 bytes each)
+WINDOW = 1 << 20  # key entries read at a time over all runs (about 50 bytes each while merged)
 
 
 class KeyLog:
@@ -98,9 +98,25 @@ class Run:
             start += len(keys)
 
 
+def game_indexes(folder: Path, rows: np.ndarray, window: int = WINDOW) -> np.ndarray:
+    """index.npy at the given sorted rows, read a window at a time (not mapped, as Run)."""
+    header = np.load(folder / INDEX, mmap_mode="r")
+    offset, length = int(header.offset), len(header)
+    del header
+    out = np.zeros(len(rows), np.int64)
+    for start in range(0, length, window):
+        lo, hi = np.searchsorted(rows, [start, start + window])
+        if hi > lo:
+            chunk = np.fromfile(folder / INDEX, np.int64, min(window, length - start), offset=offset + 8 * start)
+            out[lo:hi] = chunk[rows[lo:hi] - start]
+    return out
+
+
 def shared_keys(runs: list[Run], window: int = WINDOW) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """(keys, tags) of every key occurring more than once over the runs (run i is part i), sorted
-    by key then tag, a window at a time; the entries of one key always come in one window."""
+    by key then tag, `window` entries at a time over all runs (the entries of one key always come
+    together, however many: a key repeated past the window is the one thing that exceeds it)."""
+    window = max(1, window // max(len(runs), 1))  # of each run
     at = [0] * len(runs)
     while True:
         live = [i for i, run in enumerate(runs) if at[i] < len(run)]
