@@ -97,10 +97,12 @@ def stage_env() -> dict[str, str]:
 
 
 def repro(
-    root: str | os.PathLike, stage: str, on_line: Callable[[str], Any] = print, force: bool = False
+    root: str | os.PathLike, stage: str, on_line: Callable[[str], Any] = print, force: bool = False, pull: bool = False
 ) -> StageResult:
-    """`dvc repro --single-item <stage>` in `root`, each output line passed to on_line as it comes."""
+    """`dvc repro --single-item <stage>` in `root`, each output line passed to on_line as it comes;
+    pull: with --pull (missing run-cache outputs come from the default remote)."""
     command = [sys.executable, "-m", "dvc", "repro", "--single-item", stage] + (["--force"] if force else [])
+    command += ["--pull"] if pull else []
     tail: deque[str] = deque(maxlen=TAIL_LINES)
     skipped = restored = False
     started = time.monotonic()
