@@ -26,6 +26,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -106,6 +107,22 @@ def _ray_node() -> str | None:
     import ray
 
     return ray.get_runtime_context().get_node_id() if ray.is_initialized() else None
+
+
+_RAY_LOCK = threading.Lock()
+
+
+def run_job(backend: str, job: tuple) -> dict[str, Any]:
+    """One part job here (process) or as a Ray task of one CPU on the cluster of RAY_ADDRESS;
+    safe to call from many threads at once (the Prefect flow's tasks do)."""
+    if backend != "ray":
+        return run_part(*job)
+    import ray
+
+    with _RAY_LOCK:
+        if not ray.is_initialized():
+            ray.init(address=os.environ.get("RAY_ADDRESS", "auto"), log_to_driver=False)
+    return ray.get(ray.remote(num_cpus=1, max_retries=2)(run_part).remote(*job))
 
 
 def submit(backend: str, jobs: list[tuple], concurrency: int) -> list[dict[str, Any]]:

@@ -21,7 +21,7 @@ from chesscore import failures
 from chesscore.pipeline import profile
 from flows import dvc_stages, parts
 from tests.months import write_months
-from tests.pipeline_fixtures import BIN, commit, free_port, run, snapshot
+from tests.pipeline_fixtures import BIN, Api, commit, free_port, run, snapshot
 
 pytestmark = pytest.mark.slow
 
@@ -137,3 +137,30 @@ def test_uncommitted_code_is_refused_before_any_job(months_repo: Path) -> None:
     (months_repo / "params.yaml").write_text((months_repo / "params.yaml").read_text() + "\n", encoding="utf-8")
     subprocess.run(["git", "checkout", "stages/merge.py"], cwd=months_repo, check=True)
     assert parts.checkout_state(months_repo)[1].endswith("\n\n")  # params.yaml travels as text: allowed
+
+
+@pytest.mark.timeout(900)
+def test_the_prefect_flow_runs_the_parts_at_once_then_the_merge(months_repo: Path, prefect_server, tmp_path) -> None:
+    """The pipeline flow (a real Prefect server on loopback) with --months-dir and a remote: the
+    four parts as concurrent tasks in scratch clones, restored here, then the merge."""
+    from prefect.logging.handlers import APILogHandler
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from flows.pipeline import pipeline
+
+    stages = [f"scale/dvc.yaml:part@{m}" for m in MONTHS] + ["scale/dvc.yaml:merge"]
+    with temporary_settings({PREFECT_API_URL: prefect_server["PREFECT_API_URL"]}):
+        state = pipeline(
+            repo=str(months_repo),
+            stages=stages,
+            months_dir=str(tmp_path / "shared-months"),
+            parts_remote=str(tmp_path / "dvc-remote"),
+            retry_delay_seconds=0.5,
+            return_state=True,
+        )
+        APILogHandler().flush()
+        logs = Api(prefect_server).logs(str(state.state_details.flow_run_id))
+    assert state.type.value == "COMPLETED", state.message
+    assert f"parts: {len(MONTHS)} ran on process, {len(MONTHS)} restored here from the run-cache" in logs, logs
+    assert all(f"part@{m}: ran on " in logs for m in MONTHS), logs
+    assert (months_repo / "data/merged/games.arrow").is_file()
