@@ -6,7 +6,9 @@
 Modules: `validate` (the rules a game must pass, column-wise and game by game), `rows`
 (accepted games as Arrow rows), `validate_run` (files -> games.arrow, rejects.arrow, inputs.json,
 report.json, with exact accounting), `dedup` (Lichess ids and move sequences already seen),
-`convert` (splits, shards and manifest, with the leakage check).
+`runs` (a part's dedup keys as sorted runs on disk, merged in bounded memory), `merge` (parts
+validated one file each -> the bytes of one validate run over them), `convert` (splits, shards
+and manifest, with the leakage check).
 """
 
 from chesscore.ingest.convert import ConvertConfig, LeakageError, run_convert
