@@ -7,6 +7,7 @@ from __future__ import annotations
 import filecmp
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -104,6 +105,7 @@ def ray_cluster(tmp_path: Path):
     finally:
         for node in reversed(nodes):
             stop_node(node)
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 @pytest.mark.timeout(900)
