@@ -60,7 +60,9 @@ class StageResult:
 
 def stage_order(root: str | os.PathLike) -> list[str]:
     """The pipeline's stages (those with a command) in an order DVC would run them: the
-    dependency graph of dvc.yaml, ties broken by the order the stages are written in."""
+    dependency graph of dvc.yaml, ties broken by the order the stages are written in. Stages of
+    other dvc.yaml files (scale/dvc.yaml) are in it only when a stage of the root's depends on
+    them, as `dvc repro` at the root runs them."""
     import networkx as nx
     from dvc.repo import Repo
 
@@ -72,7 +74,9 @@ def stage_order(root: str | os.PathLike) -> list[str]:
 
     with Repo(root) as repo:
         graph = repo.index.graph  # edges point from a stage to the stages it depends on
-        stages = [stage for stage in graph.nodes if getattr(stage, "cmd", None)]
+        root_stages = [stage for stage in graph.nodes if address(stage) == stage.name]
+        needed = set(root_stages).union(*(nx.descendants(graph, stage) for stage in root_stages))
+        stages = [stage for stage in graph.nodes if getattr(stage, "cmd", None) and stage in needed]
         written = {address(stage): i for i, stage in enumerate(repo.index.stages)}
         run_first = graph.subgraph(stages).reverse(copy=True)
         ordered = nx.lexicographical_topological_sort(
@@ -93,10 +97,12 @@ def stage_env() -> dict[str, str]:
 
 
 def repro(
-    root: str | os.PathLike, stage: str, on_line: Callable[[str], Any] = print, force: bool = False
+    root: str | os.PathLike, stage: str, on_line: Callable[[str], Any] = print, force: bool = False, pull: bool = False
 ) -> StageResult:
-    """`dvc repro --single-item <stage>` in `root`, each output line passed to on_line as it comes."""
+    """`dvc repro --single-item <stage>` in `root`, each output line passed to on_line as it comes;
+    pull: with --pull (missing run-cache outputs come from the default remote)."""
     command = [sys.executable, "-m", "dvc", "repro", "--single-item", stage] + (["--force"] if force else [])
+    command += ["--pull"] if pull else []
     tail: deque[str] = deque(maxlen=TAIL_LINES)
     skipped = restored = False
     started = time.monotonic()

@@ -4,6 +4,7 @@
     python -m flows.pipeline --stages train evaluate         # only these (in DAG order)
     python -m flows.pipeline --profile baseline --input-dir /data/lichess
     python -m flows.serve                                    # the same on a cron schedule (flows/serve.py)
+    python -m flows.pipeline --months-dir /data/lichess --parts-remote /shared/dvc --parts-backend ray
 
 Each task runs `dvc repro --single-item <stage>` and streams its output into the Prefect log.
 A failure that another attempt may fix (the stage was killed, ran out of memory, or another DVC
@@ -15,6 +16,11 @@ its outputs and their hashes from dvc.lock and says whether the stage ran, was u
 was restored from DVC's run-cache; at the end a Markdown artifact holds the key metrics, and
 another the evaluation report itself. Without PREFECT_API_URL the flow runs against a
 temporary local server that Prefect starts by itself.
+
+With --months-dir, each dump in the folder is a part of scale/dvc.yaml (validated alone, then
+merged: docs/scaling.md); with --parts-remote the parts run concurrently, one task each, in
+scratch clones here or on the Ray cluster of RAY_ADDRESS (--parts-backend ray), and come back
+through that DVC remote (flows/parts.py).
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from chesscore.cli.params import read_params
 from chesscore.config import from_mapping
 from chesscore.pipeline import profile as profiles
 from chesscore.pipeline import summary
-from flows import dvc_stages
+from flows import dvc_stages, parts
 
 PROJECT = Path(__file__).resolve().parents[1]
 JITTER = 0.5  # each delay is drawn from about [0.5, 1.5] x its nominal value
@@ -99,6 +105,68 @@ def run_stage(root: str, stage: str) -> dict[str, Any] | State:
     }
 
 
+@task(name="dvc-part", task_run_name="{job[3]}", cache_policy=NO_CACHE, persist_result=False)
+def run_part(job: tuple, backend: str) -> dict[str, Any] | State:
+    """One part job (flows/parts.py) here or on Ray; a retryable failure raises for a retry."""
+    result = parts.run_job(backend, job)
+    if result["failure"] is not None:
+        failed = StageFailed(job[3], dvc_stages.Failure(**result["failure"]))
+        if not failed.failure.retryable:
+            return Failed(message=str(failed))
+        raise failed
+    get_run_logger().info("%s: ran on %s in %.1f s", job[3], result["node"], result["seconds"])
+    return result
+
+
+def months_values(folder: str, repo: str) -> dict[str, Any]:
+    """params.yaml values that make every dump in `folder` a part, in name order, and convert
+    read the merge."""
+    from stages.merge import Settings
+
+    suffix = Settings().suffix
+    names = sorted(path.name[: -len(suffix)] for path in Path(folder).iterdir() if path.name.endswith(suffix))
+    if not names:
+        raise ValueError(f"{folder}: no *{suffix} file in it")
+    merge = read_params(Path(repo) / "params.yaml", "merge")
+    return {
+        "merge.raw": str(Path(folder).resolve()),
+        "merge.months": names,
+        "convert.validated": merge.get("out", "data/merged"),
+    }
+
+
+def run_parts(repo: str, stages: list[str], remote: str, backend: str, attempt_options: dict) -> list | State:
+    """The part stages at once (one task each), then restored here from the remote."""
+    logger = get_run_logger()
+    commit, params_text = parts.checkout_state(repo)
+    attempt = run_part.with_options(**attempt_options)
+    futures = [attempt.submit((repo, commit, params_text, stage, remote), backend) for stage in stages]
+    for future in futures:
+        future.wait()
+        if not future.state.is_completed():
+            return Failed(message=future.state.message or "a part failed")
+    results = []
+    for result in parts.restore(repo, stages, remote, on_line=logger.info):
+        if result.failure is not None:
+            return Failed(message=str(StageFailed(result.stage, result.failure)))
+        results.append(
+            {
+                "stage": result.stage,
+                "skipped": result.skipped,
+                "restored": result.restored,
+                "seconds": round(result.seconds, 2),
+                "outputs": dvc_stages.locked_outputs(repo, result.stage),
+            }
+        )
+    logger.info(
+        "parts: %d ran on %s, %d restored here from the run-cache",
+        len(stages),
+        backend,
+        sum(r["restored"] for r in results),
+    )
+    return results
+
+
 @flow(name="chess-pipeline", log_prints=True)
 def pipeline(
     profile: str | None = None,
@@ -107,6 +175,9 @@ def pipeline(
     repo: str = str(PROJECT),
     retries: int = 3,
     retry_delay_seconds: float = 30.0,
+    months_dir: str | None = None,
+    parts_remote: str | None = None,
+    parts_backend: str = "process",
 ) -> list[dict[str, Any]]:
     """Run the DVC pipeline stage by stage.
 
@@ -119,6 +190,11 @@ def pipeline(
         repo: the project checkout that holds dvc.yaml.
         retries: attempts after the first for a retryable failure.
         retry_delay_seconds: the first retry's delay; it doubles each attempt, with jitter.
+        months_dir: a folder of monthly .pgn.zst dumps, each made a part of scale/dvc.yaml
+            (merge.months, merge.raw) and convert set to read the merge.
+        parts_remote: a DVC remote every node reaches: the parts then run at once, in scratch
+            clones, and come back through it; None runs them one by one in the checkout.
+        parts_backend: process (here) or ray (the cluster of RAY_ADDRESS).
     """
     logger = get_run_logger()
     params_path = Path(repo) / "params.yaml"
@@ -127,6 +203,8 @@ def pipeline(
         folder = Path(input_dir).resolve()
         inside = folder.is_relative_to(Path(repo).resolve())
         values[INPUT_PARAM] = os.path.relpath(folder, Path(repo).resolve()) if inside else str(folder)
+    if months_dir is not None:
+        values.update(months_values(months_dir, repo))
     if values:
         changed = profiles.apply(values, params_path)
         logger.info("params.yaml: %d value(s) changed: %s", len(changed), ", ".join(changed) or "none")
@@ -137,13 +215,21 @@ def pipeline(
     chosen = [stage for stage in order if stages is None or stage in stages]
     check_params(params_path, chosen)
     logger.info("stages in order: %s; their params.yaml sections are as the stages read them", " -> ".join(chosen))
-    attempt = run_stage.with_options(
-        retries=retries,
-        retry_delay_seconds=exponential_backoff(retry_delay_seconds),
-        retry_jitter_factor=JITTER,
-        retry_condition_fn=retry_if_retryable,
-    )
+    options = {
+        "retries": retries,
+        "retry_delay_seconds": exponential_backoff(retry_delay_seconds),
+        "retry_jitter_factor": JITTER,
+        "retry_condition_fn": retry_if_retryable,
+    }
+    attempt = run_stage.with_options(**options)
     results = []
+    part_stages = [stage for stage in chosen if stage.startswith(parts.PART_PREFIX)]
+    if part_stages and parts_remote:
+        done = run_parts(repo, part_stages, parts_remote, parts_backend, options)
+        if isinstance(done, State):
+            return done
+        results += done
+        chosen = [stage for stage in chosen if stage not in part_stages]
     for stage in chosen:
         state = attempt(repo, stage, return_state=True)
         if not state.is_completed():  # its message is in the task's log already: no traceback here
@@ -196,6 +282,9 @@ def add_flow_arguments(parser: argparse.ArgumentParser, retry_delay_seconds: flo
     parser.add_argument("--stages", nargs="+", default=None, help="stages to run (default: all, in DAG order)")
     parser.add_argument("--input-dir", default=None, help="folder of raw .pgn/.pgn.zst dumps for validate")
     parser.add_argument("--repo", default=str(PROJECT), help="the project checkout (holds dvc.yaml)")
+    parser.add_argument("--months-dir", default=None, help="folder of monthly .pgn.zst dumps: one part each")
+    parser.add_argument("--parts-remote", default=None, help="DVC remote that carries the parts (run at once)")
+    parser.add_argument("--parts-backend", choices=parts.BACKENDS, default="process", help="parts here or on Ray")
     parser.add_argument("--retries", type=int, default=3, help="attempts after the first, retryable failures only")
     parser.add_argument(
         "--retry-delay-seconds", type=float, default=retry_delay_seconds, help="first retry delay (doubles)"
@@ -210,6 +299,9 @@ def flow_parameters(args: argparse.Namespace) -> dict[str, Any]:
         "repo": args.repo,
         "retries": args.retries,
         "retry_delay_seconds": args.retry_delay_seconds,
+        "months_dir": args.months_dir,
+        "parts_remote": args.parts_remote,
+        "parts_backend": args.parts_backend,
     }
 
 

@@ -3,6 +3,7 @@
     python -m stages.validate                                  # every option from params.yaml
     python -m stages.validate --raw data/raw --out data/validated --workers 4
     python -m stages.validate --raw /data/lichess_db_standard_rated_2024-0{1,2}.pgn.zst --workers 0
+    python -m stages.validate --raw data/months/2024-01.pgn.zst --out data/parts/2024-01 --part
 
 Inputs are .pgn, .pgn.zst (also .gz, .bz2) files or folders of them, read as streams. The rules
 (chesscore.ingest.validate.ValidateConfig) come from params.yaml's `validate:` section. Writes
@@ -11,6 +12,8 @@ prints a one-screen summary. A file that cannot be read to its end is recorded a
 (`not_pgn` or `unreadable`, with the byte offset); with --strict the stage then fails (exit 65)
 after writing everything it could read. No PGN file in the inputs, or not one game accepted,
 fails the stage (exit 65, naming the inputs) so that no later stage sees an empty dataset.
+With --part (one raw file of many, the `part` stages of dvc.yaml) nothing is deduplicated: the
+dedup keys go to OUT/keys/ and the merge stage (stages/merge.py) dedups over every part.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from chesscore.cli.outlock import hold_output
 from chesscore.cli.params import stage_settings, worker_count
 from chesscore.cli.runner import run_stage
 from chesscore.config import flat
+from chesscore.ingest.runs import KeyLog
 from chesscore.ingest.validate import ValidateConfig
 from chesscore.ingest.validate_run import input_files, require_accepted, run_validate
 from chesscore.progress import progress_bar
@@ -58,6 +62,15 @@ def no_progress(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
+def flags(parser: argparse.ArgumentParser) -> None:
+    no_progress(parser)
+    parser.add_argument(
+        "--part",
+        action="store_true",
+        help="one file of many: write the dedup keys to OUT/keys/ and leave dedup to the merge stage",
+    )
+
+
 def summary(report: dict[str, Any], out: Path, seconds: float, workers: int) -> str:
     seen = report["games_seen"]
     lines = [
@@ -83,10 +96,13 @@ def summary(report: dict[str, Any], out: Path, seconds: float, workers: int) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    settings, args = stage_settings(argv, "validate", Settings, __doc__, extra=no_progress)
+    settings, args = stage_settings(argv, "validate", Settings, __doc__, extra=flags)
     workers = worker_count(settings.workers)
     hold_output(settings.out, "validate")
     files = input_files(list(settings.raw))
+    if args.part and len(files) != 1:
+        where = ", ".join(path.as_posix() for path in settings.raw)
+        raise failures.BadInput(f"--part: {where} holds {len(files)} PGN files; a part is one file")
     total = sum(path.stat().st_size for path in files)
     bar = progress_bar(not args.no_progress, total=total, unit="B", unit_scale=True, desc="validate")
     last = {"games": 0}
@@ -100,7 +116,13 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     try:
         report = run_validate(
-            files, settings.out, settings.rules, workers=workers, batch_games=settings.batch_games, progress=progress
+            files,
+            settings.out,
+            settings.rules,
+            workers=workers,
+            batch_games=settings.batch_games,
+            progress=progress,
+            keys=KeyLog() if args.part else None,
         )
     finally:
         bar.close()

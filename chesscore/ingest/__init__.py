@@ -8,8 +8,10 @@ Modules: `validate` (the rules a game must pass, column-wise and game by game), 
 report.json, with exact accounting), `validate_feed` (its inner parallel path: each file's byte
 ranges through the workers, in order), `chunks` (cutting a stream into ranges at game starts,
 and the worker that splits and validates one), `spool` (the reader process that inflates a
-compressed input), `dedup` (Lichess ids and move sequences already seen), `convert` (splits,
-shards and manifest, with the leakage check).
+compressed input), `dedup` (Lichess ids and move sequences already seen), `runs` (a part's dedup
+keys as sorted runs on disk, merged in bounded memory), `merge` (parts validated one file each ->
+the bytes of one validate run over them), `convert` (splits, shards and manifest, with the
+leakage check).
 """
 
 from chesscore.ingest.convert import ConvertConfig, LeakageError, run_convert

@@ -32,6 +32,7 @@ from chesscore import failures
 from chesscore.data.shards import SCHEMA, RowWriter, kept_runs
 from chesscore.fileio import atomic_write_json, atomic_write_text, metrics_text, replace_dir, sha256_file, staging_dir
 from chesscore.ingest.dedup import SeenKeys, repeated
+from chesscore.ingest.runs import KeyLog
 from chesscore.ingest.validate import BatchResult, ValidateConfig
 from chesscore.ingest.validate_feed import Feed, results, worker_pool
 from chesscore.pgn import inputs as pgn_input
@@ -40,6 +41,7 @@ from chesscore.pgn.split import MAX_GAME_BYTES
 FORMAT = "chesscore-validated/1"
 GAMES, REJECTS, INPUTS, REPORT = "games.arrow", "rejects.arrow", "inputs.json", "report.json"
 METRICS = "metrics.json"  # the DVC metric: the games accepted (report.json holds every count)
+KEYS = "keys"  # a part's dedup keys (chesscore.ingest.runs), written only when dedup is left to the merge
 REJECT_SCHEMA = pa.schema(
     [
         ("source_path", pa.string()),
@@ -98,9 +100,11 @@ def run_validate(
     batch_games: int = 4000,
     max_game_bytes: int = MAX_GAME_BYTES,
     progress: Callable[[int, int], None] | None = None,
+    keys: KeyLog | None = None,
 ) -> dict[str, Any]:
     """Validate every input; return the report (out/report.json).
-    progress(raw_bytes_read, games_seen) is called as the inputs are read."""
+    progress(raw_bytes_read, games_seen) is called as the inputs are read. With `keys`, nothing
+    is deduplicated: the keys go to out/keys/ for the merge stage (chesscore.ingest.merge)."""
     files = input_files(raw)
     inputs = [_describe(path) for path in files]
     out = Path(out)
@@ -112,7 +116,7 @@ def run_validate(
             RowWriter(tmp / REJECTS, REJECT_SCHEMA) as rejects_out,
             worker_pool(workers) as pool,
         ):
-            merge = _Merger(inputs, games_out, rejects_out)
+            merge = _Merger(inputs, games_out, rejects_out, keys)
             for number, result in results(pool, files, inputs, feed, errors, progress):
                 merge.add(number, result)
         for entry in inputs:
@@ -127,6 +131,8 @@ def run_validate(
         report = _report(inputs, errors)
         atomic_write_json(tmp / REPORT, report)
         atomic_write_text(tmp / METRICS, metrics_text({"accepted": report["accepted"]}))
+        if keys is not None:
+            keys.write(tmp / KEYS)
         replace_dir(tmp, out)
     return report
 
@@ -151,15 +157,17 @@ def _describe(path: Path) -> dict[str, Any]:
 class _Merger:
     """Dedup in input order and write each batch's accepted rows and rejects."""
 
-    def __init__(self, inputs: list[dict], games_out, rejects_out) -> None:
-        self.inputs, self.games_out, self.rejects_out = inputs, games_out, rejects_out
+    def __init__(self, inputs: list[dict], games_out, rejects_out, keys: KeyLog | None = None) -> None:
+        self.inputs, self.games_out, self.rejects_out, self.keys = inputs, games_out, rejects_out, keys
         self.ids, self.moves = SeenKeys(), SeenKeys()
 
     def add(self, number: int, result: BatchResult) -> None:
         entry = self.inputs[number]
         rows, rejects = result.rows, list(result.rejects)
         keep = np.ones(rows.num_rows, bool)
-        if rows.num_rows:
+        if rows.num_rows and self.keys is not None:  # a part: the merge stage dedups over all parts
+            self.keys.add(result.id_keys, result.move_keys, rows["source_index"].to_numpy())
+        elif rows.num_rows:
             self._dedup(number, rows, result, keep, rejects)
         if keep.all():
             if rows.num_rows:
