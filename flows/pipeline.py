@@ -127,11 +127,12 @@ def months_values(folder: str, repo: str) -> dict[str, Any]:
     names = sorted(path.name[: -len(suffix)] for path in Path(folder).iterdir() if path.name.endswith(suffix))
     if not names:
         raise ValueError(f"{folder}: no *{suffix} file in it")
-    merge = read_params(Path(repo) / "params.yaml", "merge")
+    merged = (read_params(Path(repo) / "params.yaml", "merge").get("into") or ["data/merged"])[0]
     return {
         "merge.raw": str(Path(folder).resolve()),
         "merge.months": names,
-        "convert.validated": merge.get("out", "data/merged"),
+        "merge.into": [merged],
+        "convert.validated": merged,
     }
 
 

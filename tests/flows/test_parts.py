@@ -35,7 +35,12 @@ def months_repo(tmp_path: Path) -> Path:
     shared path every node sees), committed."""
     repo = snapshot(tmp_path / "repo")
     write_months(tmp_path / "shared-months", count=len(MONTHS), games=20)
-    values = {"merge.months": MONTHS, "merge.raw": str(tmp_path / "shared-months"), "convert.validated": "data/merged"}
+    values = {
+        "merge.months": MONTHS,
+        "merge.raw": str(tmp_path / "shared-months"),
+        "merge.into": ["data/merged"],
+        "convert.validated": "data/merged",
+    }
     profile.apply(values, repo / "params.yaml")
     commit(repo, "four months on a shared path")
     return repo
@@ -123,7 +128,7 @@ def test_parts_on_two_ray_nodes_restore_here_and_merge_to_one_runs_bytes(months_
 
     lock = yaml.safe_load((months_repo / "scale" / "dvc.lock").read_text())["stages"]
     assert sorted(lock) == [f"part@{m}" for m in MONTHS]  # recorded here as if run here
-    merged = dvc_stages.repro(months_repo, "scale/dvc.yaml:merge", on_line=lambda line: None)
+    merged = dvc_stages.repro(months_repo, "scale/dvc.yaml:merge@data/merged", on_line=lambda line: None)
     assert merged.failure is None and not merged.skipped
     single = [sys.executable, "-m", "stages.validate", "--raw", str(tmp_path / "shared-months"), "--out", "single"]
     run([*single, "--no-progress"], months_repo)
@@ -150,7 +155,7 @@ def test_the_prefect_flow_runs_the_parts_at_once_then_the_merge(months_repo: Pat
 
     from flows.pipeline import pipeline
 
-    stages = [f"scale/dvc.yaml:part@{m}" for m in MONTHS] + ["scale/dvc.yaml:merge"]
+    stages = [f"scale/dvc.yaml:part@{m}" for m in MONTHS] + ["scale/dvc.yaml:merge@data/merged"]
     with temporary_settings({PREFECT_API_URL: prefect_server["PREFECT_API_URL"]}):
         state = pipeline(
             repo=str(months_repo),

@@ -144,7 +144,7 @@ def test_part_takes_one_file_and_merge_names_a_missing_part(months, tmp_path: Pa
             "m01",
             "--parts",
             str(tmp_path),
-            "--out",
+            "--into",
             str(tmp_path / "m"),
         ],
         capture_output=True,

@@ -45,12 +45,17 @@ def test_twelve_months_then_a_thirteenth(tmp_path: Path) -> None:
     repo = snapshot(tmp_path / "repo")
     write_months(repo / "data" / "months", count=12, games=30)
     months = [f"m{k:02d}" for k in range(1, 13)]
-    profile.apply({"merge.months": months, "convert.validated": "data/merged"}, repo / "params.yaml")
+    profile.apply(
+        {"merge.months": months, "merge.into": ["data/merged"], "convert.validated": "data/merged"},
+        repo / "params.yaml",
+    )
     commit(repo, "twelve months")
 
     first = dvc(repo, "repro", "convert")
     ran, _ = ran_and_skipped(first.stdout)
-    assert ran == {*(f"scale/dvc.yaml:part@{m}" for m in months), "scale/dvc.yaml:merge", "convert"}, first.stdout
+    assert ran == {*(f"scale/dvc.yaml:part@{m}" for m in months), "scale/dvc.yaml:merge@data/merged", "convert"}, (
+        first.stdout
+    )
     single_stage(repo, "single")
     for name in VALIDATED:
         assert filecmp.cmp(repo / "data/merged" / name, repo / "single/validated" / name, shallow=False), name
@@ -60,7 +65,7 @@ def test_twelve_months_then_a_thirteenth(tmp_path: Path) -> None:
     profile.apply({"merge.months": [*months, "m13"]}, repo / "params.yaml")
     second = dvc(repo, "repro", "convert")
     ran, skipped = ran_and_skipped(second.stdout)
-    assert ran == {"scale/dvc.yaml:part@m13", "scale/dvc.yaml:merge", "convert"}, second.stdout
+    assert ran == {"scale/dvc.yaml:part@m13", "scale/dvc.yaml:merge@data/merged", "convert"}, second.stdout
     assert skipped == {f"scale/dvc.yaml:part@{m}" for m in months}, second.stdout
     single_stage(repo, "single13")
     for name in VALIDATED:
