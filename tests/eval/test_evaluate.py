@@ -22,12 +22,8 @@ from chesscore.fileio import sha256_bytes
 from chesscore.train import metrics
 from chesscore.train.batching import TokenList
 from tests.inprocess import run_module
-from tests.sample import ROOT, SAMPLE
+from tests.sample import SAMPLE
 from tests.tiny_models import trained_tiny
-
-
-def _stage(module: str, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return run_module(module, *args, cwd=cwd)
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +56,7 @@ def lichess_dataset(tmp_path_factory) -> Path:
             "--no-progress",
         ),
     ):
-        done = _stage(*args)
+        done = run_module(*args)
         assert done.returncode == 0, done.stderr
     return root / "dataset"
 
@@ -140,7 +136,7 @@ def test_stage_writes_its_outputs_once_per_checkpoint_and_refuses_a_foreign_one(
     (tmp_path / "params.yaml").write_text("evaluate:\n  games: 10\n  batch_size: 5\n  threads: 1\n")
 
     def run(name: str, out: str, *extra: str) -> subprocess.CompletedProcess:
-        return _stage(
+        return run_module(
             "stages.evaluate",
             "--params",
             str(tmp_path / "params.yaml"),
