@@ -9,15 +9,17 @@ Input: the embedded sample (3,515 games in the Lichess dump format, 3.5% broken)
 folder by default: the input is not part of the checkout).
 
 Each run is a fresh process calling chesscore.ingest.validate_run.run_validate with N workers,
-measuring wall seconds, the main process's own CPU seconds during the run (time.process_time)
-and its workers' (getrusage of the reaped children, their start-up included). For each N it
-prints wall games/s, the ratio to the 1-worker rate of the same run, the main process's CPU per
-game, its share of all CPU spent (start-up included), and the ceiling: the 1-worker run's CPU per
-game (all the work, done in the main process) over the main process's CPU per game at N. That is
-1 / share in steady state, without the workers' start-up (about a CPU second each), which on an
-input this small would flatter the share. For the .zst, with 2 or more workers a reader process
-inflates and cuts the stream (chesscore.ingest.spool): its CPU per game, measured alone, gives a
-second ceiling the same way; the lowest ceiling is the result. Target (issue 17): wall rate
+measuring wall seconds, the CPU seconds of the main process's main thread (time.thread_time) and
+of its other threads (the input's sha256, chesscore.ingest.hashes: process_time less the main
+thread's), and its workers' (getrusage of the reaped children, their start-up included). For
+each N it prints wall games/s, the ratio to the 1-worker rate of the same run, the main thread's
+CPU per game, its share of all CPU spent (start-up included), the hash thread's CPU per game, and
+the ceiling: the 1-worker run's CPU per game (all the work, in one process) over the main
+thread's CPU per game at N (or the hash thread's, if higher: each is a serial path of its own, on
+a core of its own). That is 1 / share in steady state, without the workers' start-up (about a CPU
+second each), which on an input this small would flatter the share. For the .zst, with 2 or
+more workers a reader process inflates and cuts the stream (chesscore.ingest.spool): its CPU per
+game, measured alone, gives a third ceiling the same way; the lowest ceiling is the result. Target (issue 17): wall rate
 >= 0.7 x N x the 1-worker rate up to 16 workers, i.e. a ceiling >= 11.2x.
 On a machine with fewer idle cores than N the wall ratio shows the load, not the code: the CPU
 per game is the figure that carries over.
@@ -46,25 +48,24 @@ from chesscore.ingest.validate import ValidateConfig
 from chesscore.ingest.validate_run import run_validate
 raw, workers = Path(sys.argv[1]), int(sys.argv[2])
 with tempfile.TemporaryDirectory() as out:
-    wall, cpu = time.perf_counter(), time.process_time()
+    wall, cpu, main = time.perf_counter(), time.process_time(), time.thread_time()
     report = run_validate([raw], Path(out) / "v", ValidateConfig(), workers=workers)
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    wall, cpu, main = time.perf_counter() - wall, time.process_time() - cpu, time.thread_time() - main
 children = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(json.dumps({"games": report["games_seen"], "accepted": report["accepted"], "wall": wall, "main": cpu,
-                  "workers": children.ru_utime + children.ru_stime}))
+print(json.dumps({"games": report["games_seen"], "accepted": report["accepted"], "wall": wall, "main": main,
+                  "threads": cpu - main, "workers": children.ru_utime + children.ru_stime}))
 """
 
 
 READER = """
-import os, sys, tempfile, time
+import sys, tempfile, time
 from pathlib import Path
-from chesscore.ingest.chunks import cut_chunks
+from chesscore.ingest.spool import spool_ranges
 from chesscore.pgn.inputs import read_blocks
 cpu = time.process_time()
 with tempfile.TemporaryDirectory() as spool:
-    for number, chunk in enumerate(cut_chunks(read_blocks(Path(sys.argv[1])), int(sys.argv[2]), 8 << 20)):
-        with open(os.path.join(spool, str(number)), "wb") as f:
-            f.write(chunk.data)
+    for chunk in spool_ranges(read_blocks(Path(sys.argv[1])), Path(spool), int(sys.argv[2]), 8 << 20):
+        Path(chunk.spool).unlink()  # as the worker that reads it does
 print(time.process_time() - cpu)
 """
 
@@ -137,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{raw.name} ({raw.stat().st_size / 1e6:.1f} MB)")
         print(
             f"{'workers':>8}{'games':>9}{'wall s':>8}{'games/s':>10}{'x 1-worker':>11}"
-            f"{'main us/game':>13}{'main share':>12}{'ceiling':>10}"
+            f"{'main us/game':>13}{'main share':>12}{'hash us/game':>13}{'ceiling':>10}"
         )
         base = None
         for workers in worker_counts(args.max_workers):
@@ -146,18 +147,18 @@ def main(argv: list[str] | None = None) -> int:
             rate = run["games"] / run["wall"]
             if base is None:
                 base, base_run = rate, run
-            share = run["main"] / (run["main"] + run["workers"])
-            ceiling = base_run["main"] / run["main"] if workers > 1 else None
+            one = (base_run["main"] + base_run["threads"]) / base_run["games"]  # all the work, in one process
+            share = run["main"] / (run["main"] + run["threads"] + run["workers"])
+            ceiling = one / (max(run["main"], run["threads"]) / run["games"]) if workers > 1 else None
             if ceiling is not None:
                 worst = min(worst, ceiling)
             print(
                 f"{workers:>8}{run['games']:>9,}{run['wall']:>8.2f}{rate:>10,.0f}{rate / base:>10.2f}x"
-                f"{run['main'] / run['games'] * 1e6:>13.1f}{share:>12.3f}"
+                f"{run['main'] / run['games'] * 1e6:>13.1f}{share:>12.3f}{run['threads'] / run['games'] * 1e6:>13.1f}"
                 + (f"{ceiling:>9.1f}x" if ceiling else f"{'':>10}")
             )
         if raw is zst:  # with 2+ workers a reader process inflates the stream: a serial path of its own
             reader = min(reader_seconds(raw) for _ in range(args.rounds)) / run["games"]
-            one = base_run["main"] / base_run["games"]  # CPU per game of all the work, in one process
             worst = min(worst, one / reader)
             print(f"reader process: {reader * 1e6:.1f} us/game, a ceiling of {one / reader:.1f}x the 1-worker rate")
     print(f"\nload average {os.getloadavg()[0]:.1f} at the end")

@@ -1,7 +1,7 @@
 """Raw byte ranges of a PGN stream that workers split and validate themselves.
 
     for chunk in cut_chunks(read_blocks(path), chunk_bytes=4 << 20, limit=MAX_GAME_BYTES):
-        result = validate_chunk(ChunkJob(config, path, sha256, chunk, batch_games, max_game_bytes))
+        result = validate_chunk(ChunkJob(config, path, chunk, batch_games, max_game_bytes))
         result.clean        # False: the main process splits the rest of the file itself
 
 The main process only reads (and decompresses) and cuts the stream at `\\n\\n[`, the line that
@@ -53,7 +53,6 @@ class Chunk:
 class ChunkJob:
     config: ValidateConfig
     source_path: str
-    source_sha256: str
     chunk: Chunk
     batch_games: int
     max_game_bytes: int
@@ -178,8 +177,7 @@ def validate_chunk(job: ChunkJob) -> ChunkResult:
     if not clean:
         return ChunkResult(False)
     results = [
-        validate_batch(BatchJob(job.config, job.source_path, job.source_sha256, batch))
-        for batch in batches(games, job.batch_games)
+        validate_batch(BatchJob(job.config, job.source_path, batch)) for batch in batches(games, job.batch_games)
     ]
     end = games[-1].offset - chunk.offset + len(games[-1].data) if games else 0
     return ChunkResult(True, len(games), end, results)

@@ -1,6 +1,6 @@
 """Rows of the game table for the accepted games of a parsed batch (chesscore.ingest.validate's last step).
 
-    rows, id_keys, move_keys = accepted_rows(source_sha256, parsed, raws, picks)
+    rows, id_keys, move_keys = accepted_rows(parsed, raws, picks)
 
 Tokens, clocks and metadata are built column-wise from the parser's flat arrays and the tag
 table; the keys the caller dedups on are each row's Lichess id packed in 64 bits (0: none) and a
@@ -48,9 +48,10 @@ def _token_values(
 
 
 def accepted_rows(
-    source_sha256: str, parsed: ParsedBatch, raws: list[RawGame], picks: np.ndarray
+    parsed: ParsedBatch, raws: list[RawGame], picks: np.ndarray
 ) -> tuple[pa.RecordBatch, np.ndarray, np.ndarray]:
-    """Table rows of games `picks` (indices into parsed and raws), and their id and move keys."""
+    """Table rows of games `picks` (indices into parsed and raws), and their id and move keys.
+    source_sha256 is left empty: the main process sets it as it writes (chesscore.ingest.hashes)."""
     positions, move_offsets = _gather(parsed.offsets, picks)
     values, token_offsets = _token_values(parsed, positions, move_offsets)
     token_lists = tokens_array(values, token_offsets)
@@ -63,7 +64,7 @@ def accepted_rows(
         no_id = ids.is_null()
         names = [f"moves:{key:016x}" for key in move_keys[no_id.to_numpy(zero_copy_only=False)].tolist()]
         arrays["game_id"] = pc.replace_with_mask(ids, no_id, pa.array(names, pa.string()))
-    arrays["source_sha256"] = pa.array([source_sha256] * len(picks), pa.string())
+    arrays["source_sha256"] = pa.array([""] * len(picks), pa.string())
     arrays["source_index"] = pa.array([raws[k].index for k in picks.tolist()], pa.int64())
     arrays["source_offset"] = pa.array([raws[k].offset for k in picks.tolist()], pa.int64())
     arrays["plies"] = pa.array(np.diff(move_offsets).astype(np.int16))

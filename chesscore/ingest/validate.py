@@ -1,7 +1,7 @@
 """Validation rules and the per-batch worker: raw game texts in, game rows and rejects out.
 
     config = ValidateConfig(min_plies=2, exclude_bots=True)
-    result = validate_batch(BatchJob(config, "data/raw/x.pgn", sha256, raw_games))
+    result = validate_batch(BatchJob(config, "data/raw/x.pgn", raw_games))
     result.rows          # pyarrow RecordBatch, chesscore.data.shards.SCHEMA, accepted games in order
     result.rejects       # [(game index, byte offset, game id, reason, detail)], in order
 
@@ -83,7 +83,6 @@ class ValidateConfig:
 class BatchJob(NamedTuple):
     config: ValidateConfig
     source_path: str
-    source_sha256: str
     games: list[RawGame]
 
 
@@ -278,7 +277,7 @@ def _validate_batch(job: BatchJob) -> BatchResult:
             )
         rejects.append((raws[k].index, raws[k].offset, meta.lichess_id(headers), *verdict))
     rejects.sort()
-    rows, id_keys, move_keys = accepted_rows(job.source_sha256, parsed, raws, accepted)
+    rows, id_keys, move_keys = accepted_rows(parsed, raws, accepted)
     return BatchResult(rows, id_keys, move_keys, rejects, len(job.games), parsed.parser.count("python-chess"))
 
 

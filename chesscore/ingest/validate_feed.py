@@ -150,7 +150,7 @@ class _FileRun:
 
     def _job(self, chunk: Chunk) -> ChunkJob:
         entry, feed = self.entry, self.feed
-        return ChunkJob(feed.config, entry["path"], entry["sha256"], chunk, feed.batch_games, feed.max_game_bytes)
+        return ChunkJob(feed.config, entry["path"], chunk, feed.batch_games, feed.max_game_bytes)
 
     def _ranges(self, path: Path, chunks: Generator[Chunk, None, None]) -> Iterator[BatchResult]:
         pending: deque[tuple[Chunk, Future | _Inline]] = deque()
@@ -194,7 +194,7 @@ class _FileRun:
         pending: deque[Future | _Inline] = deque()
         try:
             for batch in batches(_tracked(games, self), feed.batch_games):
-                job = BatchJob(feed.config, entry["path"], entry["sha256"], batch)
+                job = BatchJob(feed.config, entry["path"], batch)
                 pending.append(_submit(self.pool, validate_batch, job))
                 while len(pending) > self.depth:
                     yield pending.popleft().result()

@@ -30,8 +30,9 @@ import pyarrow as pa
 
 from chesscore import failures
 from chesscore.data.shards import SCHEMA, RowWriter, kept_runs
-from chesscore.fileio import atomic_write_json, atomic_write_text, metrics_text, replace_dir, sha256_file, staging_dir
+from chesscore.fileio import atomic_write_json, atomic_write_text, metrics_text, replace_dir, staging_dir
 from chesscore.ingest.dedup import SeenKeys, repeated
+from chesscore.ingest.hashes import InputHashes
 from chesscore.ingest.runs import KeyLog
 from chesscore.ingest.validate import BatchResult, ValidateConfig
 from chesscore.ingest.validate_feed import Feed, results, worker_pool
@@ -114,11 +115,14 @@ def run_validate(
         with (
             RowWriter(tmp / GAMES, SCHEMA) as games_out,
             RowWriter(tmp / REJECTS, REJECT_SCHEMA) as rejects_out,
+            InputHashes(files) as hashes,
             worker_pool(workers) as pool,
         ):
-            merge = _Merger(inputs, games_out, rejects_out, keys)
+            merge = _Merger(inputs, hashes, games_out, rejects_out, keys)
             for number, result in results(pool, files, inputs, feed, errors, progress):
                 merge.add(number, result)
+            for number in range(len(inputs)):  # the inputs no row or reject came from
+                merge.sha256(number)
         for entry in inputs:
             rejected = sum(entry["rejected"].values())
             if entry["games_seen"] != entry["accepted"] + rejected:
@@ -138,15 +142,18 @@ def run_validate(
 
 
 def _describe(path: Path) -> dict[str, Any]:
-    """An input's manifest entry (its counts still zero). An input that cannot be read is
-    refused by name before anything is written: its games would have no true sha256."""
+    """An input's manifest entry (its counts still zero, its sha256 still to come: InputHashes).
+    An input that cannot be read is refused by name before anything is written: its games would
+    have no true sha256."""
     try:
         entry = {
             "path": path.as_posix(),
-            "sha256": sha256_file(path),
+            "sha256": None,
             "bytes": path.stat().st_size,
             "compression": pgn_input.compression(path),
         }
+        with open(path, "rb"):
+            pass
     except PermissionError as error:
         raise failures.Refused(f"{path}: cannot read this input ({error.strerror}); fix its permissions") from None
     except OSError as error:
@@ -157,13 +164,36 @@ def _describe(path: Path) -> dict[str, Any]:
 class _Merger:
     """Dedup in input order and write each batch's accepted rows and rejects."""
 
-    def __init__(self, inputs: list[dict], games_out, rejects_out, keys: KeyLog | None = None) -> None:
-        self.inputs, self.games_out, self.rejects_out, self.keys = inputs, games_out, rejects_out, keys
+    def __init__(
+        self, inputs: list[dict], hashes: InputHashes, games_out, rejects_out, keys: KeyLog | None = None
+    ) -> None:
+        self.inputs, self.hashes, self.keys = inputs, hashes, keys
+        self.games_out, self.rejects_out = games_out, rejects_out
         self.ids, self.moves = SeenKeys(), SeenKeys()
+        self._sha_column: tuple[int, pa.Array] = (-1, pa.array([], pa.string()))
+
+    def sha256(self, number: int) -> str:
+        """Input `number`'s sha256, in its manifest entry once known."""
+        entry = self.inputs[number]
+        if entry["sha256"] is None:
+            entry["sha256"] = self.hashes.get(number)
+        return entry["sha256"]
+
+    def _with_sha256(self, number: int, rows: pa.RecordBatch) -> pa.RecordBatch:
+        """The rows with their input's sha256 (the workers leave it empty): a slice of one column
+        kept per input, so no batch builds its own."""
+        held, column = self._sha_column
+        if held != number or len(column) < rows.num_rows:
+            column = pa.array([self.sha256(number)] * max(rows.num_rows, 4096), pa.string())
+            self._sha_column = (number, column)
+        at = SCHEMA.get_field_index("source_sha256")
+        return rows.set_column(at, SCHEMA.field(at), column.slice(0, rows.num_rows))
 
     def add(self, number: int, result: BatchResult) -> None:
         entry = self.inputs[number]
         rows, rejects = result.rows, list(result.rejects)
+        if rows.num_rows:
+            rows = self._with_sha256(number, rows)
         keep = np.ones(rows.num_rows, bool)
         if rows.num_rows and self.keys is not None:  # a part: the merge stage dedups over all parts
             self.keys.add(result.id_keys, result.move_keys, rows["source_index"].to_numpy())
@@ -181,7 +211,7 @@ class _Merger:
                 pa.RecordBatch.from_arrays(
                     [
                         pa.array([entry["path"]] * len(rejects)),
-                        pa.array([entry["sha256"]] * len(rejects)),
+                        pa.array([self.sha256(number)] * len(rejects)),
                         pa.array(columns[0], pa.int64()),
                         pa.array(columns[1], pa.int64()),
                         pa.array(columns[2], pa.string()),

@@ -64,17 +64,17 @@ def _poisoned(monkeypatch):
     stand-in for a reader bug that only one game triggers."""
     real = validate.accepted_rows
 
-    def rows(source_sha256, parsed, raws, picks):
+    def rows(parsed, raws, picks):
         if any(b"POISON" in raws[k].data for k in picks.tolist()):
             raise OverflowError("a value the table cannot hold")
-        return real(source_sha256, parsed, raws, picks)
+        return real(parsed, raws, picks)
 
     monkeypatch.setattr(validate, "accepted_rows", rows)
 
 
 def _job(texts: list[str]) -> BatchJob:
     data = "".join(texts).encode()
-    return BatchJob(ValidateConfig(), "x.pgn", "0" * 64, list(split_games([data])))
+    return BatchJob(ValidateConfig(), "x.pgn", list(split_games([data])))
 
 
 def test_a_game_the_reader_fails_on_is_an_internal_error_reject_and_the_batch_survives(monkeypatch):

@@ -3,14 +3,19 @@ worker count (chesscore.ingest.chunks, chesscore.ingest.validate_feed)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
 import zstandard
 
 from chesscore.ingest import validate_feed
 from chesscore.ingest.chunks import Chunk, cut_chunks, file_chunks, split_chunk
+from chesscore.ingest.spool import spool_ranges
 from chesscore.ingest.validate import ValidateConfig
 from chesscore.ingest.validate_run import GAMES, INPUTS, REJECTS, REPORT, run_validate
+from chesscore.pgn.inputs import InputError
 from chesscore.pgn.split import split_games
 from tests.sample import fixture, fixture_names, sample_pgn
 
@@ -74,6 +79,39 @@ def test_clean_ranges_hold_the_games_of_one_stream_and_unclean_ones_are_found(ch
         first = by_offset[chunk.offset].index
         assert [g._replace(index=first + g.index) for g in games] == whole[first : first + len(games)]
     assert unclean >= 2  # the comment's cut, and the game over MAX_GAME
+
+
+@pytest.mark.parametrize(("chunk_bytes", "block"), [(200, 7_919), (2_000, 7_919), (9_000, 1 << 20)])
+def test_the_reader_spools_ranges_block_by_block_and_workers_vouch_for_them(tmp_path, chunk_bytes, block):
+    text = tricky_text()
+    whole = list(split_games([text], MAX_GAME))
+    by_offset = {g.offset: g for g in whole}
+    chunks = list(spool_ranges(read_blocks_of(text, block), tmp_path, chunk_bytes, MAX_GAME))
+    assert [c.offset for c in chunks[1:]] == [c.offset + c.cut for c in chunks[:-1]]
+    assert chunks[-1].final and chunks[-1].offset + chunks[-1].cut == len(text)
+    clean = 0
+    for chunk in chunks:
+        data = Path(chunk.spool).read_bytes()
+        assert len(data) == chunk.size and data == text[chunk.offset : chunk.offset + chunk.size]
+        games, ok = split_chunk(replace(chunk, data=data), MAX_GAME)
+        if ok and chunk.offset in by_offset:
+            first = by_offset[chunk.offset].index
+            assert [g._replace(index=first + g.index) for g in games] == whole[first : first + len(games)]
+            clean += 1
+    assert clean >= 0.8 * len(chunks) and len(chunks) >= 3  # all but the ranges over the trap and the huge game
+
+
+def test_a_read_error_ends_the_spooled_ranges_with_what_came_before_it(tmp_path):
+    text = tricky_text()[:50_000]
+
+    def blocks():
+        yield from read_blocks_of(text)
+        raise InputError("t.pgn.zst", 1234, "corrupt zstd data")
+
+    chunks = list(spool_ranges(blocks(), tmp_path, 9_000, MAX_GAME))
+    last = chunks[-1]
+    assert last.broken is not None and last.broken.offset == 1234 and not last.final
+    assert last.offset + last.cut == len(text) and Path(last.spool).read_bytes() == text[last.offset :]
 
 
 def test_an_uncompressed_file_is_cut_by_reading_windows_only(tmp_path):

@@ -3,6 +3,7 @@ UTF-8), its accounting, identical output for any worker count, and its CLI as a 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import subprocess
@@ -88,6 +89,14 @@ def test_output_is_byte_identical_for_one_or_two_workers(bad_inputs, tmp_path):
     for name in (GAMES, REJECTS, INPUTS, REPORT):
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes(), name
     assert len(read(tmp_path / "one", GAMES)) > 900 and len(read(tmp_path / "one", REJECTS)) > 1000
+    # The files' sha256 (hashed beside the workers) on every row and reject, and in the manifest.
+    manifest = json.loads((tmp_path / "two" / INPUTS).read_text())["inputs"]
+    true = {e["path"]: hashlib.sha256(Path(e["path"]).read_bytes()).hexdigest() for e in manifest}
+    assert [e["sha256"] for e in manifest] == list(true.values())
+    with_games = {true[e["path"]] for e in manifest if e["accepted"]}
+    assert {g["source_sha256"] for g in read(tmp_path / "two", GAMES)} == with_games and len(with_games) > 3
+    rejects = read(tmp_path / "two", REJECTS)
+    assert all(r["source_sha256"] == true[r["source_path"]] for r in rejects)
 
 
 def stage(*args: str, cwd: Path) -> subprocess.CompletedProcess:
