@@ -54,7 +54,7 @@ def current_mb() -> float:
     return _status_mb("VmRSS")
 
 
-def write_parts(folder: Path, games: int, seed: int = 0) -> list[Path]:
+def write_parts(folder: Path, games: int, seed: int = 0, duplicates: float = DUPLICATES) -> list[Path]:
     from chesscore.ingest.runs import KeyLog
 
     rng = np.random.default_rng(seed)
@@ -63,7 +63,7 @@ def write_parts(folder: Path, games: int, seed: int = 0) -> list[Path]:
     for k in range(PARTS):
         ids, moves = rng.integers(1, 2**63, per, dtype=np.uint64), rng.integers(1, 2**63, per, dtype=np.uint64)
         if earlier:
-            copies = rng.choice(per, int(per * DUPLICATES), replace=False)
+            copies = rng.choice(per, int(per * duplicates), replace=False)
             source = rng.integers(0, len(earlier[0]), len(copies))
             ids[copies], moves[copies] = earlier[0][source], earlier[1][source]
         earlier = [np.concatenate([earlier[0], ids]), np.concatenate([earlier[1], moves])] if earlier else [ids, moves]
@@ -85,7 +85,7 @@ def child(kind: str, folder: Path, window: int) -> dict:
     cpu = time.process_time()
     if kind == "merge":
         found = find_duplicates(parts, [{"path": p.name} for p in parts], window)
-        duplicates = sum(len(rows) for rows in found.values())
+        duplicates = len(found)
         games = sum(len(Run(p / "keys", "move")) for p in parts)
     else:  # the baseline: SeenKeys over the same keys, in input order, a batch at a time
         seen_ids, seen_moves, duplicates, games = SeenKeys(), SeenKeys(), 0, 0
@@ -173,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python bench/merge.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--scales", type=int, nargs="*", default=[10, 100, 1000, 10000], help="x the test's keys")
     parser.add_argument("--window", type=int, default=1 << 20, help="the merge's window (merge.window)")
+    parser.add_argument(
+        "--duplicates", type=float, default=DUPLICATES, help="share of each part's games copied from earlier parts"
+    )
     parser.add_argument("--whole", type=int, nargs="*", default=[10, 100], help="scales of the whole merge")
     parser.add_argument("--stream", type=int, default=48, help="copies of the sample for the streaming cost (0: none)")
     parser.add_argument("--child", nargs=2, metavar=("KIND", "DIR"), help=argparse.SUPPRESS)
@@ -180,13 +183,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         print(json.dumps(child(args.child[0], Path(args.child[1]), args.window)))
         return 0
-    print(f"keys: {PARTS} parts, {DUPLICATES:.0%} copied across parts; window {args.window:,}; RSS above the")
+    print(f"keys: {PARTS} parts, {args.duplicates:.0%} copied across parts; window {args.window:,}; RSS above the")
     print("process's own after imports (peak RSS in brackets); baseline: SeenKeys, all keys in RAM")
     head = ("scale", 7), ("games", 12), ("duplicates", 11), ("merge MB", 16), ("SeenKeys MB", 18), ("ratio", 7)
     print(" ".join(f"{name:>{width}}" for name, width in head), f"{'us/game':>8}")
     for scale in args.scales:
         with tempfile.TemporaryDirectory() as tmp:
-            parts = write_parts(Path(tmp), TEST_GAMES * scale)
+            parts = write_parts(Path(tmp), TEST_GAMES * scale, duplicates=args.duplicates)
             merged, baseline = measure("merge", Path(tmp), args.window), measure("seen", Path(tmp), args.window)
         assert merged["duplicates"] == baseline["duplicates"], (merged, baseline)
         print(

@@ -8,18 +8,19 @@ pass the rules (not yet deduplicated), the rejects, the manifest and keys/ (ches
 The merge writes games.arrow, rejects.arrow, inputs.json, report.json and metrics.json exactly as
 chesscore.ingest.validate_run would (the first occurrence in the parts' order wins; a duplicate's
 reject names the first occurrence the same way), in three passes whose memory does not grow with
-the games, only with the duplicates:
+the games (the window, then tens of bytes per duplicate, all in numpy and Arrow arrays):
 
 1. the parts' sorted key runs are merged a window at a time, keeping only keys that repeat;
-2. the games holding such keys are replayed in input order: the first occurrence wins;
+2. the games holding such keys are replayed in input order: the first occurrence wins
+   (1 and 2: chesscore.ingest.duplicates);
 3. each part's games and rejects are streamed out, the duplicates moved from games to rejects.
 """
 
 from __future__ import annotations
 
-import bisect
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +33,9 @@ from chesscore.data.shards import SCHEMA, RowWriter, filter_rows
 from chesscore.fileio import atomic_write_json, atomic_write_text, metrics_text, replace_dir, staging_dir
 from chesscore.ingest import validate_run
 from chesscore.ingest.convert import _validated_games as validated_games
-from chesscore.ingest.runs import INDEX, KINDS, ROW_BITS, WINDOW, Run, game_indexes, shared_keys
+from chesscore.ingest.duplicates import ROW_MASK, find_duplicates
+from chesscore.ingest.runs import INDEX, WINDOW
 from chesscore.ingest.validate_run import GAMES, INPUTS, KEYS, METRICS, REJECT_SCHEMA, REJECTS, REPORT
-
-_ROW_MASK = (1 << ROW_BITS) - 1
 
 
 class NotAPart(failures.BadInput):
@@ -79,9 +79,15 @@ def merge_parts(
     with staging_dir(out) as tmp:
         with RowWriter(tmp / GAMES, SCHEMA) as games_out, RowWriter(tmp / REJECTS, REJECT_SCHEMA) as rejects_out:
             for number, part in enumerate(parts):
-                dups = _write_games(part, duplicates.get(number, {}), games_out, progress)
-                _write_rejects(part, inputs[number], dups, rejects_out)
-                _count(inputs[number], len(dups))
+                mine = duplicates.of_part(number)
+                rows = (duplicates.tags[mine] & np.uint64(ROW_MASK)).astype(np.int64)
+                removed = _write_games(part, rows, games_out, progress)
+
+                def details(lo: int, hi: int, base: int = mine.start) -> list[str]:
+                    return duplicates.details(slice(base + lo, base + hi), inputs)
+
+                _write_rejects(part, inputs[number], removed, details, rejects_out)
+                _count(inputs[number], len(rows))
         atomic_write_json(tmp / INPUTS, {"format": validate_run.FORMAT, "params": params, "inputs": inputs})
         report = validate_run._report(inputs, errors)
         atomic_write_json(tmp / REPORT, report)
@@ -90,65 +96,28 @@ def merge_parts(
     return report
 
 
-def find_duplicates(parts: list[Path], inputs: list[dict], window: int = WINDOW) -> dict[int, dict[int, str]]:
-    """{part: {row: reject detail}} of every game an earlier game repeats, by the rule of
-    validate_run: a game is dropped when its id or its moves equal a game kept before it."""
-    found = [list(shared_keys([Run(part / KEYS, kind) for part in parts], window)) for kind in KINDS]
-    keys = np.concatenate([keys for pieces in found for keys, _ in pieces] or [np.zeros(0, np.uint64)])
-    tags = np.concatenate([tags for pieces in found for _, tags in pieces] or [np.zeros(0, np.uint64)])
-    kinds = np.concatenate([np.full(len(k), n, np.uint8) for n, pieces in enumerate(found) for k, _ in pieces] or [[]])
-    order = np.lexsort((kinds, tags))  # input order, the id before the moves
-    tags_in, kinds_in, keys_in = tags[order].tolist(), kinds[order].tolist(), keys[order].tolist()
-    kept: tuple[dict[int, int], dict[int, int]] = ({}, {})  # key -> tag of the game kept with it
-    found_by: dict[int, list[tuple[int, str, int]]] = {}  # part -> [(row, what, tag of the first)]
-    at = 0
-    while at < len(tags_in):
-        tag, mine = tags_in[at], [None, None]
-        while at < len(tags_in) and tags_in[at] == tag:
-            mine[kinds_in[at]] = keys_in[at]
-            at += 1
-        first = [kept[kind].get(key, -1) if key is not None else -1 for kind, key in enumerate(mine)]
-        if max(first) < 0:
-            for kind, key in enumerate(mine):
-                if key is not None:
-                    kept[kind][key] = tag
-            continue
-        what, by = ("game id", first[0]) if first[0] >= 0 else ("moves", first[1])
-        found_by.setdefault(tag >> ROW_BITS, []).append((tag & _ROW_MASK, what, by))
-    where = _first_places(parts, inputs, {by for dups in found_by.values() for _, _, by in dups}, window)
-    duplicates = {
-        part: {row: f"same {what} as {where[by]}" for row, what, by in dups} for part, dups in found_by.items()
-    }
-    return duplicates
+@dataclass
+class _Removed:
+    """A part's duplicates as its games are streamed: game index, byte offset and game id."""
+
+    index: np.ndarray
+    offset: np.ndarray
+    game_ids: pa.Array
 
 
-def _first_places(parts: list[Path], inputs: list[dict], tags: set[int], window: int) -> dict[int, str]:
-    """'game N of PATH' of each tag, as validate_run names a duplicate's first occurrence."""
-    places = {}
-    ordered = np.array(sorted(tags), np.uint64)
-    for number, part in enumerate(parts):
-        mine = ordered[(ordered >> np.uint64(ROW_BITS)) == number]
-        rows = (mine & np.uint64(_ROW_MASK)).astype(np.int64)
-        for tag, index in zip(mine.tolist(), game_indexes(part / KEYS, rows, window).tolist()):
-            places[tag] = f"game {index} of {inputs[number]['path']}"
-    return places
-
-
-def _write_games(part: Path, removed: dict[int, str], games_out: RowWriter, progress) -> list[tuple]:
-    """Stream the part's games without the duplicates; their rejects, in game order."""
-    rows = sorted(removed)
-    dups: list[tuple] = []
+def _write_games(part: Path, rows: np.ndarray, games_out: RowWriter, progress) -> _Removed:
+    """Stream the part's games without the rows given (sorted); what the rejects need of them."""
+    index, offset, game_ids = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [pa.array([], pa.string())]
     start = 0
     for batch in validated_games(part / GAMES):
         size = batch.num_rows
-        lo, hi = bisect.bisect_left(rows, start), bisect.bisect_left(rows, start + size)
+        lo, hi = np.searchsorted(rows, [start, start + size]).tolist()
         if hi > lo:
-            local = np.array(rows[lo:hi]) - start
-            index, offset = batch["source_index"].to_numpy(), batch["source_offset"].to_numpy()
-            game_ids = batch["game_id"]
-            for r, i in zip(rows[lo:hi], local.tolist()):
-                dups.append((int(index[i]), int(offset[i]), game_ids[i].as_py(), "duplicate", removed[r]))
-            keep = np.ones(batch.num_rows, bool)
+            local = rows[lo:hi] - start
+            index.append(batch["source_index"].to_numpy()[local])
+            offset.append(batch["source_offset"].to_numpy()[local])
+            game_ids.append(batch["game_id"].take(pa.array(local)).cast(pa.string()))
+            keep = np.ones(size, bool)
             keep[local] = False
             batch = filter_rows(batch, keep)
         start += size
@@ -156,12 +125,15 @@ def _write_games(part: Path, removed: dict[int, str], games_out: RowWriter, prog
             games_out.write_batch(batch)
             if progress:
                 progress(batch.num_rows)
-    return dups
+    return _Removed(np.concatenate(index), np.concatenate(offset), pa.concat_arrays(game_ids))
 
 
-def _write_rejects(part: Path, entry: dict, dups: list[tuple], rejects_out: RowWriter) -> None:
-    """The part's rejects with the duplicates' among them, in game order (as validate_run)."""
-    at, indexes = 0, [dup[0] for dup in dups]
+def _write_rejects(
+    part: Path, entry: dict, removed: _Removed, details: Callable[[int, int], list[str]], rejects_out: RowWriter
+) -> None:
+    """The part's rejects with the duplicates' among them, in game order (as validate_run);
+    details(lo, hi) words the duplicates lo..hi."""
+    at = 0
     with pa.OSFile(str(part / REJECTS)) as source:  # read, not mapped: RSS stays bounded
         reader = pa.ipc.open_file(source)
         for b in range(reader.num_record_batches):
@@ -169,28 +141,28 @@ def _write_rejects(part: Path, entry: dict, dups: list[tuple], rejects_out: RowW
             if not batch.num_rows:
                 continue
             last = batch["game_index"][batch.num_rows - 1].as_py()
-            upto = bisect.bisect_right(indexes, last, lo=at)
+            upto = int(np.searchsorted(removed.index, last, "right"))
             if upto > at:
-                both = pa.Table.from_batches([batch, _reject_batch(entry, dups[at:upto])])
+                both = pa.Table.from_batches([batch, _reject_batch(entry, removed, at, upto, details(at, upto))])
                 batch = both.take(pc.sort_indices(both, [("game_index", "ascending")])).combine_chunks()
                 batch = batch.to_batches()[0]
                 at = upto
             rejects_out.write_batch(batch)
-    if at < len(dups):
-        rejects_out.write_batch(_reject_batch(entry, dups[at:]))
+    if at < len(removed.index):
+        rejects_out.write_batch(_reject_batch(entry, removed, at, len(removed.index), details(at, len(removed.index))))
 
 
-def _reject_batch(entry: dict, rejects: list[tuple]) -> pa.RecordBatch:
-    columns = list(zip(*rejects))
+def _reject_batch(entry: dict, removed: _Removed, lo: int, hi: int, details: list[str]) -> pa.RecordBatch:
+    n = hi - lo
     return pa.RecordBatch.from_arrays(
         [
-            pa.array([entry["path"]] * len(rejects), pa.string()),
-            pa.array([entry["sha256"]] * len(rejects), pa.string()),
-            pa.array(columns[0], pa.int64()),
-            pa.array(columns[1], pa.int64()),
-            pa.array(columns[2], pa.string()),
-            pa.array(columns[3], pa.string()),
-            pa.array(columns[4], pa.string()),
+            pa.array([entry["path"]] * n, pa.string()),
+            pa.array([entry["sha256"]] * n, pa.string()),
+            pa.array(removed.index[lo:hi], pa.int64()),
+            pa.array(removed.offset[lo:hi], pa.int64()),
+            removed.game_ids.slice(lo, n),
+            pa.array(["duplicate"] * n, pa.string()),
+            pa.array(details, pa.string()),
         ],
         schema=REJECT_SCHEMA,
     )

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from chesscore import failures
+from chesscore.ingest import duplicates
 from chesscore.ingest.merge import MixedRules, NotAPart, merge_parts
 from chesscore.ingest.runs import ROW_BITS, KeyLog, Run, shared_keys
 from chesscore.ingest.validate import ValidateConfig
@@ -41,9 +42,10 @@ def months(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], Path, 
     return paths, root / "single", parts_of(paths, root / "parts")
 
 
-@pytest.mark.parametrize("window", [1, 7, 1 << 16])
-def test_the_merged_parts_are_one_runs_bytes(months, tmp_path: Path, window: int) -> None:
+@pytest.mark.parametrize(("window", "block"), [(1, 1 << 16), (7, 5), (1 << 16, 2)])
+def test_the_merged_parts_are_one_runs_bytes(months, tmp_path: Path, monkeypatch, window: int, block: int) -> None:
     _, single, parts = months
+    monkeypatch.setattr(duplicates, "_BLOCK", block)  # the replay's blocks: any size, the same games
     report = merge_parts(parts, tmp_path / "merged", window=window)
     for name in OUTPUTS:
         assert filecmp.cmp(single / name, tmp_path / "merged" / name, shallow=False), name
