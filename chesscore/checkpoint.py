@@ -68,8 +68,9 @@ def load_model(path: str | os.PathLike, device: str | torch.device = "cpu") -> t
     match its weights could ask for gigabytes), so a bad checkpoint is a CheckpointError."""
     payload = load(path, map_location=device)
     config = model_config(path, payload)
-    check_weights(path, config, payload.get("model"))
+    check_sizes(path, config, payload.get("model"))
     model = GPT(config)
+    check_weights(path, model, payload.get("model"))
     model.load_state_dict(payload["model"])
     return model.to(device).eval(), payload
 
@@ -89,10 +90,9 @@ def model_config(path: str | os.PathLike, payload: dict[str, Any]) -> GPTConfig:
         raise CheckpointError(f"{path}: config: {error}") from None
 
 
-def check_weights(path: str | os.PathLike, config: GPTConfig, state: Any) -> None:
-    """Refuse weights that do not fit `config`: missing or extra tensors, other shapes, not
-    floating point, or not finite. The layer count and widths are read off the tensors first,
-    so the expected shapes come from a model on the meta device (no memory) of a sane size."""
+def check_sizes(path: str | os.PathLike, config: GPTConfig, state: Any) -> None:
+    """Refuse weights whose layer count and widths (read off the tensors) are not the config's,
+    before a model of the config's size is built."""
     if not isinstance(state, dict) or not state or not all(isinstance(t, torch.Tensor) for t in state.values()):
         raise CheckpointError(f"{path}: no `model` weights (a mapping of tensor names to tensors)")
     layers = {match[1] for key in state if (match := _LAYER.match(str(key)))}
@@ -109,8 +109,14 @@ def check_weights(path: str | os.PathLike, config: GPTConfig, state: Any) -> Non
             f"{path}: the config does not match the weights: layers, token and position embeddings "
             f"{found} in the tensors, {wanted} in the config"
         )
-    with torch.device("meta"):
-        expected = {name: tuple(t.shape) for name, t in GPT(config).state_dict().items()}
+
+
+def check_weights(path: str | os.PathLike, model: GPT, state: Any) -> None:
+    """Refuse weights that do not fit `model`: other sizes (check_sizes), missing or extra
+    tensors, other shapes, not floating point, or not finite. (The model is one already built:
+    a model on the meta device would cost more, its initialisation importing torch._dynamo.)"""
+    check_sizes(path, model.config, state)
+    expected = {name: tuple(t.shape) for name, t in model.state_dict().items()}
     missing, extra = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
     if missing or extra:
         raise CheckpointError(f"{path}: weights missing {missing[:4]}, unexpected {extra[:4]}")

@@ -222,7 +222,7 @@ def run_selfplay(
     if saved is None and resume == "auto" and source.exists():
         log(note)
     if saved is not None:
-        checkpoint.check_weights(source, model.config, saved.get("model"))
+        checkpoint.check_weights(source, model, saved.get("model"))
         try:
             model.load_state_dict(saved["model"])
             optimizer.load_state_dict(saved["optimizer"])

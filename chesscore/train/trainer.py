@@ -138,7 +138,7 @@ class Trainer:
             self.state = TrainState()
             torch.manual_seed(derive_seed(config.seed, "rank", env.rank))
         else:
-            checkpoint.check_weights(self.resume_path, self.model.config, payload.get("model"))
+            checkpoint.check_weights(self.resume_path, self.model, payload.get("model"))
             try:
                 self.model.load_state_dict(payload["model"])
                 self.optimizer.load_state_dict(payload["optimizer"])
