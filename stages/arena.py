@@ -13,7 +13,8 @@ OUT/metrics.json (DVC metric: the rating and the score against the random mover)
 `conditioning_ratings` a triples-v2 model also plays every opponent (or those named in
 `conditioning_opponents`, `conditioning_games` games each) told each of those ratings:
 arena.json's `strength` holds the measured Elo of each with its 95% interval, the rank correlation
-and whether the intervals separate (chesscore.play.strength).
+and whether the intervals separate (chesscore.play.strength); games.pgn and games.csv hold those
+games too, after the matches' own, each with the rating it was told.
 Stockfish comes from Debian's `stockfish` package; where it is missing the stage stops and says
 how to install it.
 """
@@ -104,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     told_config = replace(config, games=settings.conditioning_games or config.games)
     started = time.perf_counter()
     matches: list[tuple[Opponent, list[ArenaGame]]] = []
+    told_played: list[tuple[Opponent, list[ArenaGame]]] = []
     with contextlib.ExitStack() as stack:
         judge = stack.enter_context(Judge(stockfish, config.adjudication)) if config.adjudication.enabled else None
         strength: list[tuple[int, dict]] = []
@@ -120,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
                     games = play_match(model, opponent, told_config, stockfish, lambda _: bar.update(), judge, rating)
                     told_matches.append((opponent, games))
                 strength.append((rating, summarise(told_matches)))
+                told_played += told_matches
     seconds = time.perf_counter() - started
     checkpoint = str(settings.checkpoint)
     summary = summarise(matches)
@@ -139,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         "opponents": {row["name"]: row for row in summary["opponents"]},
         "strength": {**strength_curve(strength), "opponents": [o.name for o in told_opponents]} if strength else None,
     }
-    write_outputs(settings.out, matches, summary, record, config)
+    write_outputs(settings.out, matches, summary, record, config, told_played)
     atomic_write_json(settings.out / TIMING, timing)
     print(console_text(summary, checkpoint, timing))
     if record["strength"]:

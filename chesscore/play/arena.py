@@ -137,6 +137,7 @@ class ArenaGame:
     stockfish_min_depth: int | None  # shallowest depth Stockfish reported in this game
     judge_score: int | None = None  # the judge's deciding score (centipawns, White's view); None: the rules
     judged: int = 0  # positions the judge scored in this game
+    told: int | None = None  # the rating a triples-v2 model was told for its side; None: not told (unknown)
 
     @property
     def model_score(self) -> float:
@@ -261,6 +262,7 @@ def _play_wave(
                     stockfish_min_depth=min(depths[g]) if depths[g] else None,
                     judge_score=end.judge_score,
                     judged=adjudicators[g].judged,
+                    told=rating,
                 )
                 if on_game is not None:
                     on_game(finished[g])
@@ -357,17 +359,19 @@ def to_pgn(game: ArenaGame, model_name: str, opponent: Opponent, event: str) -> 
     pgn.headers[f"{model_side}IllegalAttempts"] = str(game.illegal_attempts)
     if opponent.kind == CHECKPOINT:
         pgn.headers[f"{'Black' if game.model_white else 'White'}IllegalAttempts"] = str(game.opponent_illegal_attempts)
+    if game.told is not None:  # not an Elo tag: the rating the model was told to play at, not one measured
+        pgn.headers[f"{model_side}Conditioning"] = str(game.told)
     node = pgn.add_line([chess.Move.from_uci(m) for m in game.moves])
     node.comment = game.termination.replace("_", " ")
     return pgn
 
 
 def pgn_text(matches: Sequence[tuple[Opponent, Sequence[ArenaGame]]], model_name: str) -> str:
-    texts = [
-        str(to_pgn(game, model_name, opponent, f"chesscore arena: {model_name} vs {opponent.name}"))
-        for opponent, games in matches
-        for game in games
-    ]
+    def event(game: ArenaGame, opponent: Opponent) -> str:
+        told = f" told {game.told}" if game.told is not None else ""
+        return f"chesscore arena: {model_name}{told} vs {opponent.name}"
+
+    texts = [str(to_pgn(game, model_name, o, event(game, o))) for o, games in matches for game in games]
     return "\n\n".join(texts) + "\n"
 
 

@@ -147,14 +147,17 @@ def write_outputs(
     summary: dict[str, Any],
     record: dict[str, Any],
     config: ArenaConfig,
+    told: list[tuple[Opponent, list[ArenaGame]]] | None = None,
 ) -> None:
     """metrics.json (the DVC metric), arena.json (the record), games.pgn, games.csv, results.csv and
-    report.md, each atomically."""
+    report.md, each atomically. games.pgn and games.csv hold every game played: the matches, then
+    the told matches (their `told` column and the model side's Conditioning tag set)."""
     checkpoint = record["checkpoint"]["path"]
+    played = [*matches, *(told or [])]
     atomic_write_json(out / "arena.json", record)
     atomic_write_text(out / METRICS, metrics_text(headline(summary)))
-    atomic_write_text(out / "games.pgn", pgn_text(matches, checkpoint))
-    game_table = game_rows(matches)
+    atomic_write_text(out / "games.pgn", pgn_text(played, checkpoint))
+    game_table = game_rows(played)
     atomic_write_text(out / "games.csv", csv_text(game_table, list(game_table[0])))
     atomic_write_text(out / "results.csv", csv_text(summary["opponents"], RESULT_COLUMNS))
     atomic_write_text(out / "report.md", report_markdown(summary, checkpoint, config))

@@ -143,8 +143,15 @@ arena:
     assert [p["told"] for p in curve["points"]] == [1000, 1400, 1800] and curve["scale"] == "anchored on Stockfish"
     assert all(p["games"] == 4 for p in curve["points"]) and curve["opponents"] == ["sf-skill0"]
     assert record["games"] == 4  # the unconditioned matches: 2 games against each of the two opponents
-    told_games = [row for row in csv.DictReader(io.StringIO((tmp_path / "arena" / "games.csv").read_text()))]
-    assert len(told_games) == 4  # games.csv holds the unconditioned matches only, as before
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "arena" / "games.csv").read_text())))
+    assert [row["told"] for row in rows] == [""] * 4 + ["1000"] * 4 + ["1400"] * 4 + ["1800"] * 4
+    assert {row["opponent"] for row in rows[4:]} == {"sf-skill0"}  # every game played, the told ones last
+    pgn = io.StringIO((tmp_path / "arena" / "games.pgn").read_text())
+    games = list(iter(lambda: chess.pgn.read_game(pgn), None))
+    assert len(games) == 16 and "Conditioning" not in str(games[3].headers)
+    told = games[4].headers
+    side = "White" if told["White"].endswith("v2.pt") else "Black"
+    assert told[f"{side}Conditioning"] == "1000" and told["Event"].endswith("told 1000 vs sf-skill0")
     assert set(curve) >= {"spearman", "rises", "separated"} and "strength by told rating" in done.stdout
     refused = arena_stage("v1.pt")
     assert refused.returncode == failures.REFUSED and "reads no ratings (triples-v1)" in refused.stderr
