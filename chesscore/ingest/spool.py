@@ -56,7 +56,7 @@ def spool_ranges(blocks: Iterable[bytes], spool: Path, chunk_bytes: int, limit: 
     ranges = _Ranges(spool)
     try:
         for block in blocks:
-            yield from ranges.add(memoryview(block), block, chunk_bytes, limit)
+            yield from ranges.add(block, chunk_bytes, limit)
     except pgn_input.InputError as error:
         yield ranges.close(broken=error)
         return
@@ -73,9 +73,10 @@ class _Ranges:
     def _name(self) -> str:
         return str(self.spool / f"{self.number}.pgn")
 
-    def add(self, view: memoryview, block: bytes, chunk_bytes: int, limit: int) -> Iterator[Chunk]:
+    def add(self, block: bytes, chunk_bytes: int, limit: int) -> Iterator[Chunk]:
         """Write the block, ending ranges in it; `base` is where the open range starts, in the
         block's own positions (negative: in a block before)."""
+        view = memoryview(block)  # slices written without a copy
         base, pos = -self.size, 0  # pos: the block's first byte not yet written
         while len(block) - base >= chunk_bytes:
             low = max(0, base + 1)
