@@ -61,9 +61,11 @@ def find_duplicates(parts: list[Path], inputs: list[dict], window: int = WINDOW)
     found = [list(shared_keys([Run(part / KEYS, kind) for part in parts], window)) for kind in KINDS]
     keys = np.concatenate([keys for pieces in found for keys, _ in pieces] or [np.zeros(0, np.uint64)])
     tags = np.concatenate([tags for pieces in found for _, tags in pieces] or [np.zeros(0, np.uint64)])
-    kinds = np.concatenate([np.full(len(k), n, np.uint8) for n, pieces in enumerate(found) for k, _ in pieces] or [[]])
+    kinds = np.concatenate(
+        [np.full(len(k), n, np.uint8) for n, pieces in enumerate(found) for k, _ in pieces] or [np.zeros(0, np.uint8)]
+    )
     del found
-    dense, unique = _dense_ids(keys, kinds.astype(np.uint8))
+    dense, unique = _dense_ids(keys, kinds)
     del keys
     order = np.lexsort((kinds, tags))  # input order, the id before the moves
     dup_tags, what, by = _replay(tags[order], kinds[order], dense[order], unique)

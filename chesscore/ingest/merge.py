@@ -81,12 +81,12 @@ def merge_parts(
             for number, part in enumerate(parts):
                 mine = duplicates.of_part(number)
                 rows = (duplicates.tags[mine] & np.uint64(ROW_MASK)).astype(np.int64)
-                removed = _write_games(part, rows, games_out, progress)
 
                 def details(lo: int, hi: int, base: int = mine.start) -> list[str]:
                     return duplicates.details(slice(base + lo, base + hi), inputs)
 
-                _write_rejects(part, inputs[number], removed, details, rejects_out)
+                removed = _write_games(part, rows, details, games_out, progress)
+                _write_rejects(part, inputs[number], removed, rejects_out)
                 _count(inputs[number], len(rows))
         atomic_write_json(tmp / INPUTS, {"format": validate_run.FORMAT, "params": params, "inputs": inputs})
         report = validate_run._report(inputs, errors)
@@ -98,14 +98,18 @@ def merge_parts(
 
 @dataclass
 class _Removed:
-    """A part's duplicates as its games are streamed: game index, byte offset and game id."""
+    """A part's duplicates as its games are streamed: game index, byte offset and game id, and
+    details(lo, hi), the rejects' details of duplicates lo..hi."""
 
     index: np.ndarray
     offset: np.ndarray
     game_ids: pa.Array
+    details: Callable[[int, int], list[str]]
 
 
-def _write_games(part: Path, rows: np.ndarray, games_out: RowWriter, progress) -> _Removed:
+def _write_games(
+    part: Path, rows: np.ndarray, details: Callable[[int, int], list[str]], games_out: RowWriter, progress
+) -> _Removed:
     """Stream the part's games without the rows given (sorted); what the rejects need of them."""
     index, offset, game_ids = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [pa.array([], pa.string())]
     start = 0
@@ -125,14 +129,11 @@ def _write_games(part: Path, rows: np.ndarray, games_out: RowWriter, progress) -
             games_out.write_batch(batch)
             if progress:
                 progress(batch.num_rows)
-    return _Removed(np.concatenate(index), np.concatenate(offset), pa.concat_arrays(game_ids))
+    return _Removed(np.concatenate(index), np.concatenate(offset), pa.concat_arrays(game_ids), details)
 
 
-def _write_rejects(
-    part: Path, entry: dict, removed: _Removed, details: Callable[[int, int], list[str]], rejects_out: RowWriter
-) -> None:
-    """The part's rejects with the duplicates' among them, in game order (as validate_run);
-    details(lo, hi) words the duplicates lo..hi."""
+def _write_rejects(part: Path, entry: dict, removed: _Removed, rejects_out: RowWriter) -> None:
+    """The part's rejects with the duplicates' among them, in game order (as validate_run)."""
     at = 0
     with pa.OSFile(str(part / REJECTS)) as source:  # read, not mapped: RSS stays bounded
         reader = pa.ipc.open_file(source)
@@ -143,16 +144,16 @@ def _write_rejects(
             last = batch["game_index"][batch.num_rows - 1].as_py()
             upto = int(np.searchsorted(removed.index, last, "right"))
             if upto > at:
-                both = pa.Table.from_batches([batch, _reject_batch(entry, removed, at, upto, details(at, upto))])
+                both = pa.Table.from_batches([batch, _reject_batch(entry, removed, at, upto)])
                 batch = both.take(pc.sort_indices(both, [("game_index", "ascending")])).combine_chunks()
                 batch = batch.to_batches()[0]
                 at = upto
             rejects_out.write_batch(batch)
     if at < len(removed.index):
-        rejects_out.write_batch(_reject_batch(entry, removed, at, len(removed.index), details(at, len(removed.index))))
+        rejects_out.write_batch(_reject_batch(entry, removed, at, len(removed.index)))
 
 
-def _reject_batch(entry: dict, removed: _Removed, lo: int, hi: int, details: list[str]) -> pa.RecordBatch:
+def _reject_batch(entry: dict, removed: _Removed, lo: int, hi: int) -> pa.RecordBatch:
     n = hi - lo
     return pa.RecordBatch.from_arrays(
         [
@@ -162,7 +163,7 @@ def _reject_batch(entry: dict, removed: _Removed, lo: int, hi: int, details: lis
             pa.array(removed.offset[lo:hi], pa.int64()),
             removed.game_ids.slice(lo, n),
             pa.array(["duplicate"] * n, pa.string()),
-            pa.array(details, pa.string()),
+            pa.array(removed.details(lo, hi), pa.string()),
         ],
         schema=REJECT_SCHEMA,
     )
