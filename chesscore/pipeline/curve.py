@@ -1,7 +1,8 @@
 """A learning curve: the pipeline at several training budgets, one `dvc exp run` each (a
 profile's values plus the budget), with the CPU seconds each took and what it measured: top-1
-move matching, own-move legality, the score against the random mover, and the RL model against
-its supervised parent at the largest budget (docs/strength-experiment.md).
+move matching, own-move legality, the score against the random mover, the strength knob (a
+triples-v2 model's Elo at each told rating, when the profile's arena plays told matches) and the
+RL model against its supervised parent at the largest budget (docs/strength-experiment.md).
 
     python -m chesscore.pipeline.curve strength --budgets 1500 3000 6000    # run and tabulate
     python -m chesscore.pipeline.curve strength --budgets 1500 3000 6000 --dry-run   # the commands only
@@ -26,7 +27,7 @@ from typing import Any
 
 from chesscore.fileio import atomic_write_json
 from chesscore.pipeline.profile import PARAMS, profile_values, set_arguments
-from chesscore.pipeline.summary import collect
+from chesscore.pipeline.summary import collect, strength_row
 
 # Self-play at the smaller budgets: the RL verdict is measured at the largest budget only.
 SMALL_BUDGET = {"selfplay.iterations": 1, "selfplay.games": 8, "selfplay.eval_games": 0}
@@ -62,6 +63,7 @@ def point(facts: dict[str, Any]) -> dict[str, Any]:
         "rl_vs_parent": {key: selfplay["vs_supervised"].get(key) for key in keys}
         if selfplay.get("vs_supervised")
         else None,
+        "knob": arena.get("strength"),  # a triples-v2 model's Elo at each told rating (chesscore.play.strength)
     }
 
 
@@ -106,6 +108,11 @@ def row(entry: dict[str, Any]) -> str:
     )
     if rl:
         text += f"; RL vs parent +{rl['wins']} ={rl['draws']} -{rl['losses']} score {rl['score']:.3f} Elo {elo(rl)}"
+    knob = entry.get("knob")
+    if knob:
+        spearman = "-" if knob.get("spearman") is None else f"{knob['spearman']:+.2f}"
+        separate = "yes" if knob.get("separated") else "no"
+        text += f"\n    knob: {strength_row(knob).strip()}; Spearman {spearman}, intervals separate: {separate}"
     return text
 
 

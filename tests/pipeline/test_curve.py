@@ -38,3 +38,28 @@ def test_a_point_reads_the_verdicts_from_the_reports():
     text = curve.row({"budget_updates": 500, "cpu_seconds": 10.0, "wall_seconds": 5.0, **point})
     assert "top-1 21.0%" in text and "vs random +40 =4 -20 score 0.656 Elo [+30, +200]" in text
     assert curve.point({})["vs_random"] is None and curve.point({})["rl_vs_parent"] is None
+    assert curve.point({})["knob"] is None and "knob" not in curve.row(
+        {"budget_updates": 500, "cpu_seconds": 10.0, "wall_seconds": 5.0, **point}
+    )
+
+
+def test_a_point_reports_the_strength_knob_of_a_conditioned_model():
+    """The arena's strength curve (chesscore.play.strength) reaches the curve's JSON and its line."""
+    from chesscore.play.strength import strength_curve
+
+    def summary(elo: float) -> dict:
+        return {"games": 64, "opponents": [{"name": "unconditioned", "elo": elo, "low": elo - 90, "high": elo + 90}]}
+
+    knob = strength_curve([(2000, summary(40.0)), (1000, summary(-60.0)), (1500, summary(-70.0))])
+    versus = {"wins": 1, "draws": 0, "losses": 0, "score": 1.0, "elo": None, "low": 1.0, "high": None}
+    facts = {
+        "evaluate": {"free_running": {"top1": 0.15, "move_legal": 0.8}},
+        "arena": {"opponents": {"r": {"kind": "random", **versus}}, "strength": knob},
+    }
+    point = curve.point(facts)
+    assert [p["told"] for p in point["knob"]["points"]] == [1000, 1500, 2000]
+    text = curve.row({"budget_updates": 1600, "cpu_seconds": 1.0, "wall_seconds": 1.0, **point})
+    knob_line = text.splitlines()[1]
+    assert "told 1000 -60 [-150, +30]" in knob_line and "told 2000 +40 [-50, +130]" in knob_line
+    assert "rises with the rating: no" in knob_line and "Spearman +0.50" in knob_line
+    assert "intervals separate: no" in knob_line
