@@ -1,6 +1,6 @@
 """dvc.yaml and params.yaml as written (no pipeline run): every stage depends on all the code it
 runs, lists exactly the params it reads, declares its outputs and metrics; the profiles switch
-the same keys back and forth."""
+the same keys back and forth, and every stage accepts what each profile sets."""
 
 from __future__ import annotations
 
@@ -130,3 +130,20 @@ def test_applying_a_profile_and_back_restores_params_yaml_byte_for_byte(tmp_path
     assert " -S train.model=baseline" in " " + " ".join(
         profile.set_arguments(profile.profile_values("baseline", params))
     )
+
+
+@pytest.mark.parametrize("name", sorted(PARAMS["profiles"]))
+def test_every_profile_gives_every_stage_settings_it_accepts(tmp_path: Path, name: str) -> None:
+    """A profile's values pass each stage's own checks (an opponent its told matches name, a
+    known model, ranges) before anyone spends a run on it; one that a stage refuses fails here."""
+    import importlib
+
+    from chesscore.cli.params import stage_settings
+
+    params = tmp_path / "params.yaml"
+    params.write_text((PROJECT / "params.yaml").read_text())
+    profile.apply(profile.profile_values(name, params), params)
+    for stage in STAGES:
+        module = importlib.import_module(f"stages.{stage}")
+        settings, _ = stage_settings(["--params", str(params)], stage, module.Settings, module.__doc__ or "")
+        assert isinstance(settings, module.Settings), stage
