@@ -5,6 +5,7 @@ from pathlib import Path
 
 from chesscore.pipeline import curve
 from chesscore.pipeline.profile import profile_values
+from chesscore.play.strength import strength_curve
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -45,7 +46,6 @@ def test_a_point_reads_the_verdicts_from_the_reports():
 
 def test_a_point_reports_the_strength_knob_of_a_conditioned_model():
     """The arena's strength curve (chesscore.play.strength) reaches the curve's JSON and its line."""
-    from chesscore.play.strength import strength_curve
 
     def summary(elo: float) -> dict:
         return {"games": 64, "opponents": [{"name": "unconditioned", "elo": elo, "low": elo - 90, "high": elo + 90}]}

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import ast
 import functools
+import importlib
 import re
 from pathlib import Path
 
 import pytest
 import yaml
 
+from chesscore.cli.params import stage_settings
 from chesscore.pipeline import profile
 from tests.imports import PROJECT, code_closure, unit
 
@@ -136,10 +138,6 @@ def test_applying_a_profile_and_back_restores_params_yaml_byte_for_byte(tmp_path
 def test_every_profile_gives_every_stage_settings_it_accepts(tmp_path: Path, name: str) -> None:
     """A profile's values pass each stage's own checks (an opponent its told matches name, a
     known model, ranges) before anyone spends a run on it; one that a stage refuses fails here."""
-    import importlib
-
-    from chesscore.cli.params import stage_settings
-
     params = tmp_path / "params.yaml"
     params.write_text((PROJECT / "params.yaml").read_text())
     profile.apply(profile.profile_values(name, params), params)
