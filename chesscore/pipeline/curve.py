@@ -21,13 +21,15 @@ import os
 import resource
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
 
 from chesscore.fileio import atomic_write_json
 from chesscore.pipeline.profile import PARAMS, profile_values, set_arguments
-from chesscore.pipeline.summary import collect, strength_row
+from chesscore.pipeline.summary import collect
+from chesscore.play.strength import curve_text
 
 # Self-play at the smaller budgets: the RL verdict is measured at the largest budget only.
 SMALL_BUDGET = {"selfplay.iterations": 1, "selfplay.games": 8, "selfplay.eval_games": 0}
@@ -108,11 +110,8 @@ def row(entry: dict[str, Any]) -> str:
     )
     if rl:
         text += f"; RL vs parent +{rl['wins']} ={rl['draws']} -{rl['losses']} score {rl['score']:.3f} Elo {elo(rl)}"
-    knob = entry.get("knob")
-    if knob:
-        spearman = "-" if knob.get("spearman") is None else f"{knob['spearman']:+.2f}"
-        separate = "yes" if knob.get("separated") else "no"
-        text += f"\n    knob: {strength_row(knob).strip()}; Spearman {spearman}, intervals separate: {separate}"
+    if entry.get("knob"):  # the arena's own lines for it (chesscore.play.strength)
+        text += "\n" + textwrap.indent(curve_text(entry["knob"]), "    ")
     return text
 
 

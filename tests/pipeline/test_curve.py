@@ -59,7 +59,7 @@ def test_a_point_reports_the_strength_knob_of_a_conditioned_model():
     point = curve.point(facts)
     assert [p["told"] for p in point["knob"]["points"]] == [1000, 1500, 2000]
     text = curve.row({"budget_updates": 1600, "cpu_seconds": 1.0, "wall_seconds": 1.0, **point})
-    knob_line = text.splitlines()[1]
-    assert "told 1000 -60 [-150, +30]" in knob_line and "told 2000 +40 [-50, +130]" in knob_line
-    assert "rises with the rating: no" in knob_line and "Spearman +0.50" in knob_line
-    assert "intervals separate: no" in knob_line
+    knob = "\n".join(text.splitlines()[1:])
+    assert "told  1000: -60 [-150, 30] over 64 games" in knob and "told  2000: 40 [-50, 130]" in knob
+    assert "rises with the setting: no" in knob and "Spearman 0.50" in knob
+    assert "intervals separate: no" in knob
