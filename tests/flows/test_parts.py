@@ -89,6 +89,9 @@ def ray_cluster(tmp_path: Path):
         "RAY_AUTH_TOKEN": secrets.token_hex(32),
         "RAY_USAGE_STATS_ENABLED": "0",
         "RAY_ADDRESS": f"127.0.0.1:{port}",
+        # On SIGTERM a node first asks the GCS to drain it, for up to 30 s (Ray's default); the
+        # head's own GCS, in the same process group, is gone by then: the head waited out 30 s.
+        "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0",
     }
     temp = Path("/tmp") / f"ray-{port}"  # Ray's socket paths must stay short: not under tmp_path
     common = ["--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--disable-usage-stats"]
