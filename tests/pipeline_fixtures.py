@@ -61,7 +61,8 @@ TINY = {
 }
 
 # A toy stage for flow tests: appends its name to its input, under chesscore's failure
-# convention (so CHESSCORE_FAULT reaches it) and with an atomic write. TOY_SLEEP holds it.
+# convention (so CHESSCORE_FAULT reaches it) and with an atomic write. With TOY_GATE set it
+# waits (up to 2 minutes) until that file exists: a test opens the gate when it is ready.
 TOY_STAGE = """\
 import os, sys, time
 from pathlib import Path
@@ -70,7 +71,9 @@ from chesscore.fileio import atomic_write_text
 
 def main():
     name, source, target = sys.argv[1:4]
-    time.sleep(float(os.environ.get("TOY_SLEEP", "0")))
+    gate, deadline = os.environ.get("TOY_GATE"), time.monotonic() + 120
+    while gate and not os.path.exists(gate) and time.monotonic() < deadline:
+        time.sleep(0.05)
     text = Path(source).read_text() if source != "-" else ""
     atomic_write_text(target, text + name + "\\n")
 

@@ -107,13 +107,27 @@ def test_bad_input_fails_at_once_with_the_stages_message(
     assert "pipeline-summary" not in api.artifacts(run_id)
 
 
-def test_lock_held_by_another_run_is_retried(toy_repo: Path, api: Api) -> None:
-    # The other run holds the lock for two 8 s stages: on a loaded machine (a parallel test run)
-    # the flow can take several seconds to start, and with 3 s stages it found the lock free.
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "TOY_SLEEP": "8"}
+def test_lock_held_by_another_run_is_retried(
+    toy_repo: Path, api: Api, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The other run's stages wait at a gate that opens only once the flow has met the lock, so
+    # that on any machine, however loaded, the flow finds the lock held, then free on a retry.
+    gate = tmp_path / "gate"
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "TOY_GATE": str(gate)}
     other = subprocess.Popen(
         [str(BIN / "dvc"), "repro"], cwd=toy_repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
+    from flows import dvc_stages
+
+    repro = dvc_stages.repro
+
+    def repro_then_open_the_gate(*args: Any, **kwargs: Any) -> dvc_stages.StageResult:
+        result = repro(*args, **kwargs)
+        if result.failure is not None and result.failure.kind == "lock":
+            gate.touch()
+        return result
+
+    monkeypatch.setattr(dvc_stages, "repro", repro_then_open_the_gate)
     try:
         rwlock, deadline = toy_repo / ".dvc/tmp/rwlock", time.monotonic() + 60
         while not (rwlock.exists() and '"pid"' in rwlock.read_text(errors="replace")):
@@ -121,6 +135,7 @@ def test_lock_held_by_another_run_is_retried(toy_repo: Path, api: Api) -> None:
             time.sleep(0.05)
         run_id, state = run_flow(toy_repo, retries=6)
     finally:
+        gate.touch()
         assert other.wait(timeout=120) == 0
     assert state == "COMPLETED"
     assert "another DVC run holds the lock" in api.logs(run_id)
