@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import queue
-import tempfile
 import traceback
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -31,6 +30,7 @@ from pathlib import Path
 
 from chesscore.children import die_with_parent
 from chesscore.ingest.chunks import CUT, Chunk
+from chesscore.locks import scratch_dir
 from chesscore.pgn import inputs as pgn_input
 
 _POLL_S = 1.0  # how often a waiting caller checks that the reader is still alive
@@ -109,9 +109,11 @@ class _Ranges:
 
 @contextmanager
 def spool_dir() -> Iterator[Path]:
-    """A temporary folder for spooled ranges; it must outlive the workers' reads of them."""
-    with tempfile.TemporaryDirectory(prefix="chesscore-spool-") as spool:
-        yield Path(spool)
+    """A temporary folder for spooled ranges; it must outlive the workers' reads of them. A
+    killed run's folder (up to 2 x depth ranges of inflated text) is removed by the next run's
+    spool_dir (chesscore.locks.scratch_dir), not left in the temp folder for good."""
+    with scratch_dir("chesscore-spool-") as spool:
+        yield spool
 
 
 def spooled_chunks(path: Path, spool: Path, chunk_bytes: int, limit: int, depth: int) -> Iterator[tuple[Chunk, int]]:

@@ -8,13 +8,16 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from unittest.mock import patch
 
 import pytest
 
 from chesscore.cli import outlock
 from chesscore.failures import MARKER
+from chesscore.ingest.spool import spool_dir
 from chesscore.locks import FileLock, is_locked, scratch_dir, sweep_scratch
 from tests.hardening.pgnfiles import SAMPLE, process_tree, run_stage
 from tests.imports import PROJECT
@@ -157,10 +160,17 @@ def test_a_live_owners_scratch_folder_is_never_swept(tmp_path):
 
 
 def test_a_killed_validate_takes_its_worker_processes_with_it(tmp_path):
-    big = tmp_path / "big.pgn.zst"
+    """...and its spool folder (the inflated ranges of a compressed input) goes with the next run."""
+    big, temp = tmp_path / "big.pgn.zst", tmp_path / "temp"
     big.write_bytes(SAMPLE.read_bytes() * 4)  # four frames: four times the work
+    temp.mkdir()
     command = [sys.executable, "-m", "stages.validate", "--raw", big, "--out", tmp_path / "out", "--workers", "2"]
-    child = subprocess.Popen([*map(str, command), "--no-progress"], cwd=PROJECT, stdout=subprocess.DEVNULL)
+    child = subprocess.Popen(
+        [*map(str, command), "--no-progress"],
+        cwd=PROJECT,
+        stdout=subprocess.DEVNULL,
+        env={**os.environ, "TMPDIR": str(temp)},
+    )
     deadline = time.monotonic() + 60
     while len(workers := process_tree(child.pid)[1:]) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -173,4 +183,10 @@ def test_a_killed_validate_takes_its_worker_processes_with_it(tmp_path):
     assert not any(Path(f"/proc/{pid}").exists() for pid in workers)
     outlock.hold_output(tmp_path / "out", "test")  # free, and the next run sweeps the rest
     outlock.release_output(tmp_path / "out")
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".out.lock", "big.pgn.zst"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".out.lock", "big.pgn.zst", "temp"]
+    [spool] = [p for p in temp.glob("chesscore-spool-*") if p.is_dir()]  # the killed run's
+    lock = spool.with_name(spool.name + ".lock")
+    os.utime(lock, (time.time() - 60, time.time() - 60))  # as after a real crash: not one being set up
+    with patch.object(tempfile, "tempdir", str(temp)), spool_dir() as fresh:
+        assert not spool.exists() and not lock.exists() and fresh.parent == temp
+    assert list(temp.iterdir()) == []
