@@ -153,7 +153,7 @@ def load_yaml_text(text: str) -> Any:
     """YAML text read as load_yaml reads a file (a flag's `1e-3` is the number params.yaml's is)."""
     from ruamel.yaml import YAML  # imported here: most users of this module never read YAML
 
-    return YAML(typ="safe", pure=True).load(text)
+    return YAML(typ="safe").load(text)  # libyaml's parser where ruamel.yaml.clib is installed (as DVC)
 
 
 def sha256_bytes(data: bytes) -> str:
