@@ -41,8 +41,9 @@ TINY = {
     "train.max_updates": 4,
     "train.validation_every_steps": 4,
     "train.legality_eval_games": 4,
-    "evaluate.games": 4,
+    "evaluate.games": 2,
     "evaluate.batch_size": 4,
+    "evaluate.conditioning_ratings": [1000, 2000],  # the matrix's four passes, not six
     "arena.games": 2,
     "arena.max_plies": 24,
     "arena.conditioning_games": 2,  # told 1000 and 2000 (params.yaml), vs random only
