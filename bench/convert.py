@@ -3,8 +3,9 @@
     python bench/convert.py                        # ~50k games at 1x, ~190k at 4x; minutes on 2 cores
     python bench/convert.py --copies 3 --baseline-games 500      # a quick look
 
-Input: the shared corpus's real Lichess games (999, with clocks) and the embedded sample (3,515
-Stockfish games in the dump format, 3.5% broken), copied `copies` times (1x) and 4 x `copies`
+Input: bench/_inputs.py's games: the shared corpus's real Lichess games (999, with clocks) where
+it lies beside the checkout, and the embedded sample (3,515 Stockfish games in the dump format,
+3.5% broken), copied `copies` times (1x) and 4 x `copies`
 times (4x); copy k drops the last k plies of every game and gives it a new Lichess id, so games
 do not repeat. Written once under bench/out/ as .pgn.zst (what we read) and .pgn (what
 pgn-extract and python-chess read; their decompression is not counted, ours is).
@@ -39,9 +40,11 @@ from pathlib import Path
 import zstandard
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench._inputs import describe, game_texts  # noqa: E402
+
 OUT = ROOT / "bench" / "out" / "convert"
-CORPUS = ROOT.parent / "shared" / "pgn-corpus" / "kdave__pgn-toys__lichess.pgn"
-SAMPLE = ROOT / "data" / "raw" / "lichess_sample.pgn.zst"
 PGN_EXTRACT = shutil.which("pgn-extract") or "/usr/games/pgn-extract"
 _TOKEN = re.compile(r"\{[^}]*\}|\S+")
 _MOVE_NUMBER = re.compile(r"^\d+\.+$")
@@ -65,19 +68,9 @@ def truncated(game: str, drop: int, copy: int, number: int) -> str | None:
 
 
 def base_games() -> list[str]:
-    """The corpus's real Lichess games, then the embedded sample's (Stockfish games in the dump
-    format, some broken on purpose), as texts."""
-    texts = [CORPUS.read_text(encoding="utf-8")]
-    if SAMPLE.is_file():
-        with open(SAMPLE, "rb") as f:
-            texts.append(
-                zstandard.ZstdDecompressor()
-                .stream_reader(f, read_across_frames=True)
-                .read()
-                .decode("utf-8", errors="replace")
-            )
-    games = [g for text in texts for g in re.split(r"\n\n(?=\[Event )", text) if g.strip()]
-    return [g if g.endswith("\n") else g + "\n" for g in games]
+    """The games of bench/_inputs.py as texts: the corpus's real Lichess games where present,
+    then the embedded sample's (Stockfish games in the dump format, some broken on purpose)."""
+    return game_texts()
 
 
 def build_input(copies: int) -> tuple[Path, Path, int]:
@@ -201,16 +194,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline-games", type=int, default=2000, help="games for the python-chess loop")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of ours and pgn-extract at 4x")
     args = parser.parse_args(argv)
-    if not CORPUS.is_file():
-        print(f"bench/convert: the shared corpus is not at {CORPUS}; nothing to measure")
-        return 0
     if not Path(PGN_EXTRACT).exists():
         print(f"bench/convert: pgn-extract not found ({PGN_EXTRACT}); install it (apt-get install pgn-extract)")
         return 1
     pgn1, zst1, n1 = build_input(args.copies)
     pgn4, zst4, n4 = build_input(4 * args.copies)
     print(
-        f"input: 1x {n1:,} games ({zst1.stat().st_size / 1e6:.1f} MB .zst, {pgn1.stat().st_size / 1e6:.1f} MB .pgn), "
+        f"input: {describe()}\n"
+        f"1x {n1:,} games ({zst1.stat().st_size / 1e6:.1f} MB .zst, {pgn1.stat().st_size / 1e6:.1f} MB .pgn), "
         f"4x {n4:,} games; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}"
     )
     # The machine's speed drifts (shared cores): alternate the two main contenders and keep each

@@ -1,7 +1,7 @@
 """Free-running evaluation (exact legal-masked top-k + own-move legality) with the branching
 key/value cache, against the obvious way without a cache, on the same positions.
 
-    python bench/evaluate.py                          # demo-config model, real Lichess games
+    python bench/evaluate.py                          # demo-config model, real games (bench/_inputs.py)
     python bench/evaluate.py --checkpoint data/train/best.pt --games 64
 
   baseline  one full forward per prefix: for every position, the gold prefix plus each legal
@@ -23,29 +23,17 @@ import time
 from pathlib import Path
 
 import chess
-import chess.pgn
 import numpy as np
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._inputs import describe, mainlines  # noqa: E402
 from chesscore.checkpoint import load_model  # noqa: E402
 from chesscore.eval.moves import analyse_games  # noqa: E402
 from chesscore.model import CONFIGS, GPT  # noqa: E402
 from chesscore.tokens import BOS, PROMOTION_TOKEN, encode_game  # noqa: E402
-
-CORPUS = ROOT.parent / "shared" / "pgn-corpus" / "kdave__pgn-toys__lichess.pgn"
-
-
-def real_games(n: int, max_plies: int) -> list[list[chess.Move]]:
-    games = []
-    with open(CORPUS, encoding="utf-8") as f:
-        while len(games) < n and (game := chess.pgn.read_game(f)) is not None:
-            moves = list(game.mainline_moves())[:max_plies]
-            if len(moves) >= 10:
-                games.append(moves)
-    return games
 
 
 @torch.no_grad()
@@ -110,10 +98,7 @@ def main() -> int:
     else:
         torch.manual_seed(0)
         model, name = GPT(CONFIGS["demo"]).eval(), "untrained demo config"
-    if not CORPUS.is_file():
-        print(f"bench/evaluate: the shared corpus is not at {CORPUS}", file=sys.stderr)
-        return 1
-    games = real_games(max(args.games, args.batch_games), args.plies)
+    games = mainlines(max(args.games, args.batch_games), max_plies=args.plies, min_plies=10)
     compared = games[: args.games]
     tokens = [np.array(encode_game(g), dtype=np.uint8) for g in compared]
     positions = sum(len(g) for g in compared)
@@ -133,7 +118,7 @@ def main() -> int:
 
     print(
         f"bench/evaluate: {name}, {args.threads} thread(s); {len(compared)} real games x <= {args.plies} plies "
-        f"= {positions} positions"
+        f"= {positions} positions, from {describe()}"
     )
     print(f"  baseline (full forward per prefix)  {positions / baseline_s:8.1f} positions/CPU-s")
     print(

@@ -2,7 +2,7 @@
 
     python bench/tokens.py [--games 200]
 
-For every position of real games (the shared corpus, else random games), on the same
+For every position of real games (bench/_inputs.py: the embedded sample), on the same
 position: (a) baseline `list(board.legal_moves)`; (b) our three masks of the move played
 (source mask, feed source, destination mask, feed destination, promotion mask) on a State
 that has not seen the position yet; (c) a naive automaton that generates the legal moves
@@ -12,36 +12,17 @@ again for each of the three masks. Target: (b) / (a) <= 1.5.
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 import time
 from pathlib import Path
 
 import chess
-import chess.pgn
 import numpy as np
 
-from chesscore.tokens import BOS, State, encode_move
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "pgn-corpus" / "kdave__pgn-toys__lichess.pgn"
-
-
-def load_games(n: int) -> list[list[chess.Move]]:
-    games = []
-    if CORPUS.exists():
-        with open(CORPUS, encoding="utf-8") as f:
-            while len(games) < n and (game := chess.pgn.read_game(f)) is not None:
-                if moves := list(game.mainline_moves()):
-                    games.append(moves)
-        return games
-    rng = random.Random(0)
-    for _ in range(n):
-        board, moves = chess.Board(), []
-        while not board.is_game_over() and len(moves) < 120:
-            moves.append(rng.choice(list(board.legal_moves)))
-            board.push(moves[-1])
-        games.append(moves)
-    return games
+from bench._inputs import describe, mainlines  # noqa: E402
+from chesscore.tokens import BOS, State, encode_move  # noqa: E402
 
 
 def naive_masks(board: chess.Board, move: chess.Move) -> None:
@@ -59,7 +40,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--games", type=int, default=200, help="games to take positions from")
     args = parser.parse_args()
-    games = load_games(args.games)
+    games = mainlines(args.games)
     clock = time.perf_counter_ns
     generation = ours = naive = 0
     positions = 0
@@ -88,7 +69,7 @@ def main() -> None:
     def per(ns: float) -> float:
         return ns / positions / 1000
 
-    print(f"positions: {positions} from {len(games)} games ({'corpus' if CORPUS.exists() else 'random games'})")
+    print(f"positions: {positions} from {len(games)} games of {describe()}")
     print(f"baseline list(board.legal_moves):       {per(generation):7.1f} us/position")
     print(
         f"ours, three masks of a move:            {per(ours):7.1f} us/position   "

@@ -4,7 +4,7 @@
     python bench/train.py --dataset DIR --config demo --steps 40 --threads 1
 
 Input: the train split of a converted dataset (default data/dataset, the embedded sample);
-where that is absent, the shared corpus's real Lichess games. Measured in this run:
+where that is absent, the real games of bench/_inputs.py. Measured in this run:
 
   padding   share of padded target positions over whole epochs, seeded length buckets
             (bucket_pool_batches=64) against the baseline of shuffled batches (no pool;
@@ -30,32 +30,23 @@ from tqdm import tqdm
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._inputs import describe, mainlines  # noqa: E402
+from chesscore.tokens import encode_game  # noqa: E402
 from chesscore.train.batching import TokenList, epoch_plan, padding_fraction  # noqa: E402
 from chesscore.train.config import TrainConfig  # noqa: E402
 from chesscore.train.data import TrainData, open_dataset  # noqa: E402
 from chesscore.train.distributed import setup  # noqa: E402
 from chesscore.train.trainer import Trainer  # noqa: E402
 
-CORPUS = ROOT.parent / "shared" / "pgn-corpus" / "kdave__pgn-toys__lichess.pgn"
-
 
 def load(dataset: Path) -> tuple[TrainData, str]:
     if (dataset / "manifest.json").exists():
         data = open_dataset(dataset)
         return data, f"{dataset} (train split, {len(data.train)} games)"
-    import chess.pgn
-
-    from chesscore.tokens import encode_game
-
-    games = []
-    with open(CORPUS, encoding="utf-8") as f:
-        while (game := chess.pgn.read_game(f)) is not None:
-            if moves := list(game.mainline_moves()):
-                games.append(encode_game(moves))
-    games = [g for g in games if len(g) <= 1024]
+    games = [g for g in map(encode_game, mainlines(10_000)) if len(g) <= 1024]
     return (
-        TrainData(TokenList(games), TokenList(games[:16]), "corpus"),
-        f"{CORPUS.name} ({len(games)} games; {dataset} not found: run `dvc repro convert`)",
+        TrainData(TokenList(games), TokenList(games[:16]), "bench inputs"),
+        f"{describe()} ({len(games)} games; {dataset} not found: run `dvc repro convert`)",
     )
 
 

@@ -1,13 +1,16 @@
 """The test suite's own rules: every fixture names the real-world case it reproduces, and only
-the corpus tier may read the shared corpus."""
+the corpus tier (and the benchmarks, beside the embedded sample) may read the shared corpus."""
 
 from __future__ import annotations
 
 import struct
+import subprocess
+from pathlib import Path
 
 import pytest
 
 from tests import corpus
+from tests.imports import PROJECT
 from tests.sample import FIXTURES, fixture, fixture_names, fixture_note
 
 
@@ -31,3 +34,23 @@ def test_the_corpus_is_read_only_by_tests_of_the_corpus_tier(monkeypatch):
     monkeypatch.setattr(corpus, "ENABLED", False)  # as in any run without --corpus
     with pytest.raises(RuntimeError, match=r"not in the corpus tier: mark it @pytest\.mark\.corpus"):
         corpus.corpus_dir()
+
+
+def test_only_the_corpus_tier_and_the_bench_inputs_know_where_the_corpus_lies():
+    """Everything else (stages, benchmarks, other tests) works in a clone with nothing beside it."""
+    command = ["git", "ls-files", "-co", "--exclude-standard", "*.py"]  # tracked and new: what a commit holds
+    listed = subprocess.run(command, cwd=PROJECT, capture_output=True, text=True, check=True).stdout.split()
+    this = Path(__file__).relative_to(PROJECT).as_posix()
+    naming = [n for n in listed if n != this and "pgn-corpus" in (PROJECT / n).read_text(encoding="utf-8")]
+    assert sorted(naming) == ["bench/_inputs.py", "tests/corpus.py"], naming
+
+
+def test_the_benchmarks_read_the_embedded_sample_where_the_corpus_is_absent(monkeypatch, tmp_path):
+    from bench import _inputs
+
+    monkeypatch.setattr(_inputs, "CORPUS", tmp_path / "absent.pgn")
+    assert _inputs.describe() == "data/raw/lichess_sample.pgn.zst (the embedded sample)"
+    texts = _inputs.game_texts()
+    assert len(texts) == 3515 and all(text.startswith("[Event ") and text.endswith("\n") for text in texts)
+    games = _inputs.mainlines(5, max_plies=12, min_plies=10)
+    assert len(games) == 5 and all(10 <= len(moves) <= 12 for moves in games)

@@ -1,0 +1,61 @@
+"""The real games the benchmarks read: the embedded sample, in every checkout (3,515 games in the
+Lichess dump format, some broken on purpose), after the shared corpus's Lichess head (999 real
+games with clocks) where that lies beside the checkout ($PGN_CORPUS or ../shared/pgn-corpus, as
+tests/corpus.py). Each benchmark prints `describe()`, so a figure says what it was measured on.
+
+    from bench._inputs import describe, game_texts, mainlines
+    games = mainlines(64, max_plies=40, min_plies=10)    # standard games' moves, in file order
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import re
+from pathlib import Path
+
+import chess
+import chess.pgn
+import zstandard
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "data" / "raw" / "lichess_sample.pgn.zst"
+CORPUS = Path(os.environ.get("PGN_CORPUS") or ROOT.parent / "shared" / "pgn-corpus") / "kdave__pgn-toys__lichess.pgn"
+
+
+def _sources() -> list[tuple[str, str]]:
+    """(name, PGN text) of each input present, the corpus's first."""
+    sources = []
+    if CORPUS.is_file():
+        sources.append((f"{CORPUS.name} (the shared corpus)", CORPUS.read_text(encoding="utf-8")))
+    with open(SAMPLE, "rb") as f:
+        text = zstandard.ZstdDecompressor().stream_reader(f, read_across_frames=True).read()
+    sources.append((f"{SAMPLE.relative_to(ROOT)} (the embedded sample)", text.decode("utf-8", errors="replace")))
+    return sources
+
+
+def describe() -> str:
+    return " + ".join(name for name, _ in _sources())
+
+
+def game_texts() -> list[str]:
+    """Every game's text, each ending in a newline (a dump puts a blank line between games)."""
+    games = [g for _, text in _sources() for g in re.split(r"\n\n(?=\[Event )", text) if g.strip()]
+    return [g if g.endswith("\n") else g + "\n" for g in games]
+
+
+def mainlines(n: int, max_plies: int | None = None, min_plies: int = 1) -> list[list[chess.Move]]:
+    """The moves of the first `n` standard games that python-chess reads without an error (no
+    variant, no set-up position), each cut at `max_plies`; those shorter than `min_plies` left out."""
+    games: list[list[chess.Move]] = []
+    logging.getLogger("chess.pgn").setLevel(logging.CRITICAL)  # the sample's broken games, on purpose
+    for _, text in _sources():
+        handle = io.StringIO(text)
+        while len(games) < n and (game := chess.pgn.read_game(handle)) is not None:
+            if game.errors or "FEN" in game.headers or game.headers.get("Variant", "Standard") != "Standard":
+                continue
+            moves = list(game.mainline_moves())[:max_plies]
+            if len(moves) >= min_plies and chess.Move.null() not in moves:
+                games.append(moves)
+    return games
