@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bench import _inputs
 from tests import corpus
 from tests.imports import PROJECT
 from tests.sample import FIXTURES, fixture, fixture_names, fixture_note
@@ -46,8 +47,6 @@ def test_only_the_corpus_tier_and_the_bench_inputs_know_where_the_corpus_lies():
 
 
 def test_the_benchmarks_read_the_embedded_sample_where_the_corpus_is_absent(monkeypatch, tmp_path):
-    from bench import _inputs
-
     monkeypatch.setattr(_inputs, "CORPUS", tmp_path / "absent.pgn")
     assert _inputs.describe() == "data/raw/lichess_sample.pgn.zst (the embedded sample)"
     texts = _inputs.game_texts()
