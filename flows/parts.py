@@ -21,11 +21,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +32,7 @@ from typing import Any
 
 from chesscore import failures
 from chesscore.cli.params import read_params
+from chesscore.locks import scratch_dir
 from flows import dvc_stages
 
 PART_PREFIX = "scale/dvc.yaml:part@"
@@ -76,8 +75,7 @@ def run_part(source: str, commit: str, params_text: str, stage: str, remote: str
     clone, repro the stage, push its outputs and run-cache entry; a failure of the stage itself
     is returned (its kind says whether a retry may pass), any other raises."""
     started = time.monotonic()
-    scratch = Path(tempfile.mkdtemp(prefix="chesscore-part-"))
-    try:
+    with scratch_dir("chesscore-part-") as scratch:  # a killed job's clone: swept by the next job
         work = scratch / "repo"
         subprocess.run(["git", "clone", "--quiet", "--no-checkout", source, str(work)], check=True, capture_output=True)
         _git(work, "checkout", "--quiet", commit)
@@ -97,8 +95,6 @@ def run_part(source: str, commit: str, params_text: str, stage: str, remote: str
             "failure": None if result.failure is None else result.failure.__dict__,
             "tail": lines[-dvc_stages.TAIL_LINES :] if result.failure else [],
         }
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _ray_node() -> str | None:
