@@ -24,24 +24,32 @@ SAMPLE = ROOT / "data" / "raw" / "lichess_sample.pgn.zst"
 CORPUS = Path(os.environ.get("PGN_CORPUS") or ROOT.parent / "shared" / "pgn-corpus") / "kdave__pgn-toys__lichess.pgn"
 
 
-def _sources() -> list[tuple[str, str]]:
-    """(name, PGN text) of each input present, the corpus's first."""
-    sources = []
-    if CORPUS.is_file():
-        sources.append((f"{CORPUS.name} (the shared corpus)", CORPUS.read_text(encoding="utf-8")))
-    with open(SAMPLE, "rb") as f:
-        text = zstandard.ZstdDecompressor().stream_reader(f, read_across_frames=True).read()
-    sources.append((f"{SAMPLE.relative_to(ROOT)} (the embedded sample)", text.decode("utf-8", errors="replace")))
-    return sources
+def _inputs() -> list[tuple[str, Path]]:
+    """(name, path) of each input present, the corpus's first."""
+    inputs = [(f"{CORPUS.name} (the shared corpus)", CORPUS)] if CORPUS.is_file() else []
+    return [*inputs, (f"{SAMPLE.relative_to(ROOT)} (the embedded sample)", SAMPLE)]
+
+
+def _texts() -> list[str]:
+    texts = []
+    for _, path in _inputs():
+        with open(path, "rb") as f:
+            data = (
+                zstandard.ZstdDecompressor().stream_reader(f, read_across_frames=True).read()
+                if path.suffix == ".zst"
+                else f.read()
+            )
+        texts.append(data.decode("utf-8", errors="replace"))
+    return texts
 
 
 def describe() -> str:
-    return " + ".join(name for name, _ in _sources())
+    return " + ".join(name for name, _ in _inputs())
 
 
 def game_texts() -> list[str]:
     """Every game's text, each ending in a newline (a dump puts a blank line between games)."""
-    games = [g for _, text in _sources() for g in re.split(r"\n\n(?=\[Event )", text) if g.strip()]
+    games = [g for text in _texts() for g in re.split(r"\n\n(?=\[Event )", text) if g.strip()]
     return [g if g.endswith("\n") else g + "\n" for g in games]
 
 
@@ -50,7 +58,7 @@ def mainlines(n: int, max_plies: int | None = None, min_plies: int = 1) -> list[
     variant, no set-up position), each cut at `max_plies`; those shorter than `min_plies` left out."""
     games: list[list[chess.Move]] = []
     logging.getLogger("chess.pgn").setLevel(logging.CRITICAL)  # the sample's broken games, on purpose
-    for _, text in _sources():
+    for text in _texts():
         handle = io.StringIO(text)
         while len(games) < n and (game := chess.pgn.read_game(handle)) is not None:
             if game.errors or "FEN" in game.headers or game.headers.get("Variant", "Standard") != "Standard":
