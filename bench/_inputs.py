@@ -1,7 +1,7 @@
 """The real games the benchmarks read: the embedded sample, in every checkout (3,515 games in the
 Lichess dump format, some broken on purpose), after the shared corpus's Lichess head (999 real
-games with clocks) where that lies beside the checkout ($PGN_CORPUS or ../shared/pgn-corpus, as
-tests/corpus.py). Each benchmark prints `describe()`, so a figure says what it was measured on.
+games with clocks) where the corpus lies beside the checkout (tests/corpus.py says where). Each
+benchmark prints `describe()`, so a figure says what it was measured on.
 
     from bench._inputs import describe, game_texts, mainlines
     games = mainlines(64, max_plies=40, min_plies=10)    # standard games' moves, in file order
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import logging
-import os
 import re
 from pathlib import Path
 
@@ -19,9 +18,11 @@ import chess
 import chess.pgn
 import zstandard
 
+from tests import corpus  # the one module that knows where the corpus lies
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "raw" / "lichess_sample.pgn.zst"
-CORPUS = Path(os.environ.get("PGN_CORPUS") or ROOT.parent / "shared" / "pgn-corpus") / "kdave__pgn-toys__lichess.pgn"
+CORPUS = corpus.CORPUS / "kdave__pgn-toys__lichess.pgn"
 
 
 def _inputs() -> list[tuple[str, Path]]:

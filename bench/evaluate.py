@@ -98,7 +98,7 @@ def main() -> int:
     else:
         torch.manual_seed(0)
         model, name = GPT(CONFIGS["demo"]).eval(), "untrained demo config"
-    games = mainlines(max(args.games, args.batch_games), max_plies=args.plies, min_plies=10)
+    games = mainlines(max(args.games, args.batch_games), max_plies=args.plies, min_plies=min(10, args.plies))
     compared = games[: args.games]
     tokens = [np.array(encode_game(g), dtype=np.uint8) for g in compared]
     positions = sum(len(g) for g in compared)

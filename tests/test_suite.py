@@ -1,5 +1,6 @@
 """The test suite's own rules: every fixture names the real-world case it reproduces, and only
-the corpus tier (and the benchmarks, beside the embedded sample) may read the shared corpus."""
+the corpus tier (and the benchmarks, beside the embedded sample: bench/_inputs.py) may read the
+shared corpus, and tests/corpus.py alone says where it lies."""
 
 from __future__ import annotations
 
@@ -37,13 +38,13 @@ def test_the_corpus_is_read_only_by_tests_of_the_corpus_tier(monkeypatch):
         corpus.corpus_dir()
 
 
-def test_only_the_corpus_tier_and_the_bench_inputs_know_where_the_corpus_lies():
+def test_only_the_corpus_tier_knows_where_the_corpus_lies():
     """Everything else (stages, benchmarks, other tests) works in a clone with nothing beside it."""
     command = ["git", "ls-files", "-co", "--exclude-standard", "*.py"]  # tracked and new: what a commit holds
     listed = subprocess.run(command, cwd=PROJECT, capture_output=True, text=True, check=True).stdout.split()
     this = Path(__file__).relative_to(PROJECT).as_posix()
     naming = [n for n in listed if n != this and "pgn-corpus" in (PROJECT / n).read_text(encoding="utf-8")]
-    assert sorted(naming) == ["bench/_inputs.py", "tests/corpus.py"], naming
+    assert naming == ["tests/corpus.py"], naming
 
 
 def test_the_benchmarks_read_the_embedded_sample_where_the_corpus_is_absent(monkeypatch, tmp_path):
