@@ -67,12 +67,6 @@ def truncated(game: str, drop: int, copy: int, number: int) -> str | None:
     return f"{head}\n\n{' '.join(tokens[:end] + [tokens[-1]])}\n\n"
 
 
-def base_games() -> list[str]:
-    """The games of bench/_inputs.py as texts: the corpus's real Lichess games where present,
-    then the embedded sample's (Stockfish games in the dump format, some broken on purpose)."""
-    return game_texts()
-
-
 def build_input(copies: int) -> tuple[Path, Path, int]:
     """Copies 0..copies-1 of every base game, copy k without its last k plies."""
     pgn, zst = OUT / f"games-x{copies}.pgn", OUT / f"games-x{copies}.pgn.zst"
@@ -80,7 +74,7 @@ def build_input(copies: int) -> tuple[Path, Path, int]:
     if zst.is_file() and pgn.is_file() and count.is_file():
         return pgn, zst, int(count.read_text())
     OUT.mkdir(parents=True, exist_ok=True)
-    games = base_games()
+    games = game_texts()
     written = 0
     with (
         open(pgn, "w", encoding="utf-8") as plain,

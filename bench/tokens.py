@@ -2,7 +2,7 @@
 
     python bench/tokens.py [--games 200]
 
-For every position of real games (bench/_inputs.py: the embedded sample), on the same
+For every position of real games (bench/_inputs.py: the sample, after the corpus), on the same
 position: (a) baseline `list(board.legal_moves)`; (b) our three masks of the move played
 (source mask, feed source, destination mask, feed destination, promotion mask) on a State
 that has not seen the position yet; (c) a naive automaton that generates the legal moves
