@@ -11,6 +11,9 @@ a destination token), replayed from the tokens inside forward, with or without a
 feed tokens as before, and the token contract stays triples-v1. A small model then knows which
 piece moves and what it takes instead of inferring the board from the move history.
 
+With `skill_inputs` (triples-v2 only) every move position also gets embeddings of the rating
+bins of the side to move and of its opponent, read from the row's prefix (Maia-2's skill inputs).
+
     model = GPT(CONFIGS["demo"])
     logits = model(tokens)                          # (B, T) -> (B, T, 128), training/eval
     cache = model.new_cache(batch_size=64)          # incremental decoding for play
@@ -33,7 +36,7 @@ import torch.nn.functional as F
 from chesscore import ranges
 from chesscore.failures import Refused
 from chesscore.features import InputFeatures, Track
-from chesscore.tokens import CONDITIONED_VERSION, VERSION, VOCAB_SIZE
+from chesscore.tokens import CONDITIONED_VERSION, PREFIX_LENGTH, RATING_LAST, RATING_UNKNOWN, VERSION, VOCAB_SIZE
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,9 @@ class GPTConfig:
     bias: bool = True  # biases in Linear and LayerNorm layers
     move_features: bool = False  # add the embedding of the moving / captured piece (chesscore.features)
     conditioning: bool = False  # reads triples-v2: BOS, the rating/time-control prefix, then the moves
+    # triples-v2 only: also add, at every move position, embeddings of the rating bins of the side
+    # to move and of its opponent (Maia-2's skill inputs), so no layer has to find them in the prefix
+    skill_inputs: bool = False
 
     def __post_init__(self) -> None:
         ranges.check(self, counts=("n_layer", "n_head", "n_embd", "block_size", "vocab_size"), fraction=("dropout",))
@@ -54,6 +60,8 @@ class GPTConfig:
             raise ranges.InvalidSetting(f"bias must be true or false, got {self.bias!r}")
         if self.n_embd % self.n_head:
             raise ranges.InvalidSetting(f"n_embd {self.n_embd} does not divide into {self.n_head} heads")
+        if not isinstance(self.skill_inputs, bool) or (self.skill_inputs and not self.conditioning):
+            raise ranges.InvalidSetting("skill_inputs needs conditioning (triples-v2): it reads the rating prefix")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -94,6 +102,8 @@ class KVCache:
         self.lengths = torch.zeros(batch_size, dtype=torch.long, device=device)
         # Move features only: each row's tokens and boards, replayed as they are fed (CPU).
         self.track = Track(batch_size, self.max_len) if config.move_features else None
+        # Skill inputs only: each row's white and black rating tokens, recorded as the prefix is fed.
+        self.ratings = torch.full((batch_size, 2), RATING_UNKNOWN, dtype=torch.long, device=device)
 
     @property
     def batch_size(self) -> int:
@@ -106,7 +116,47 @@ class KVCache:
         other.keys, other.values = self.keys[:, rows], self.values[:, rows]
         other.lengths = self.lengths[rows].clone()
         other.track = self.track.select(rows.cpu().numpy()) if self.track is not None else None
+        other.ratings = self.ratings[rows].clone()
         return other
+
+
+class SkillInputs(nn.Module):
+    """Maia-2's skill embeddings on a triples-v2 row: at every position from the prefix's last
+    token on, the rating bins of the side whose move that position predicts and of its opponent.
+
+    The output at position p predicts token p + 1, a token of ply (p - PREFIX_LENGTH) // 3, so
+    white moves where that ply is even. Positions before (BOS and the first two prefix tokens)
+    get nothing. The prefix stays in the tokens as well, read by attention as before.
+    """
+
+    BINS = RATING_LAST - RATING_UNKNOWN + 1  # "unknown" and every bin
+
+    def __init__(self, n_embd: int) -> None:
+        super().__init__()
+        self.mover = nn.Embedding(self.BINS, n_embd)
+        self.opponent = nn.Embedding(self.BINS, n_embd)
+
+    def forward(self, idx: torch.Tensor, cache: KVCache | None, positions: torch.Tensor | None) -> torch.Tensor:
+        B, T = idx.shape
+        if cache is None:  # whole rows from BOS: the prefix is in idx itself
+            positions = torch.arange(T, device=idx.device)[None].expand(B, T)
+            unknown = torch.full((B, 1), RATING_UNKNOWN, dtype=idx.dtype, device=idx.device)
+            white = idx[:, 1:2] if T > 1 else unknown
+            black = idx[:, 2:3] if T > 2 else unknown
+        else:  # rows continue from their cached length: record the prefix as it goes by
+            for slot in (0, 1):
+                rows, columns = (positions == slot + 1).nonzero(as_tuple=True)
+                cache.ratings[rows, slot] = idx[rows, columns]
+            white, black = cache.ratings[:, 0:1], cache.ratings[:, 1:2]
+        if bool(
+            ((white < RATING_UNKNOWN) | (white > RATING_LAST) | (black < RATING_UNKNOWN) | (black > RATING_LAST)).any()
+        ):
+            raise ValueError("skill inputs need a triples-v2 prefix: a rating token (72..100) at positions 1 and 2")
+        white_moves = (positions - PREFIX_LENGTH).div(3, rounding_mode="floor") % 2 == 0
+        mine = torch.where(white_moves, white, black) - RATING_UNKNOWN
+        theirs = torch.where(white_moves, black, white) - RATING_UNKNOWN
+        present = (positions >= PREFIX_LENGTH)[..., None]
+        return (self.mover(mine) + self.opponent(theirs)) * present
 
 
 class CausalSelfAttention(nn.Module):
@@ -184,6 +234,8 @@ class GPT(nn.Module):
         self.transformer.wte.weight = self.lm_head.weight  # tied
         if config.move_features:
             self.features = InputFeatures(config.n_embd)
+        if config.skill_inputs:
+            self.skills = SkillInputs(config.n_embd)
         self.apply(self._init_weights)
         # GPT-2: scale the residual projections by depth.
         for name, parameter in self.named_parameters():
@@ -228,6 +280,8 @@ class GPT(nn.Module):
         x = self.transformer.wte(idx) + pos_emb
         if self.config.move_features:
             x = x + self.features(idx, cache.track if cache is not None else None, positions)
+        if self.config.skill_inputs:
+            x = x + self.skills(idx, cache, positions)
         x = self.transformer.drop(x)
         for layer, block in enumerate(self.transformer.h):
             x = block(x, cache, layer, positions)

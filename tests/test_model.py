@@ -1,10 +1,13 @@
 """The GPT over move tokens: parameter count of the baseline, and the key/value cache."""
 
+from dataclasses import replace
+
 import pytest
 import torch
 
 from chesscore import checkpoint
 from chesscore.model import CONFIGS, GPT, GPTConfig
+from chesscore.tokens import BOS, PREFIX_LENGTH, conditioning_prefix, encode_game
 
 
 def test_baseline_has_exactly_85_940_736_parameters():
@@ -86,3 +89,47 @@ def test_damaged_checkpoint_is_a_clear_error(tmp_path):
     path.write_bytes(b"not a checkpoint")
     with pytest.raises(checkpoint.CheckpointError, match="bad.pt"):
         checkpoint.load(path)
+
+
+def _skill_model(seed: int = 3) -> GPT:
+    torch.manual_seed(seed)
+    return GPT(replace(CONFIGS["tiny"], conditioning=True, skill_inputs=True)).eval()
+
+
+def _v2_rows(ratings: list[tuple[int, int]]) -> torch.Tensor:
+    """Rows of the same game under different (white, black) rating prefixes."""
+    moves = "e2e4 e7e5 g1f3 b8c6 f1c4 f8c5 c2c3 g8f6".split()
+    return torch.tensor([encode_game(moves, conditioning_prefix(w, b, "blitz")) for w, b in ratings])
+
+
+@torch.no_grad()
+def test_skill_inputs_decode_the_same_with_a_cache_fed_in_pieces_and_selected_rows():
+    model = _skill_model()
+    tokens = _v2_rows([(900, 2400), (2400, 900), (1500, 1500)])
+    full = model(tokens)
+    cache = model.new_cache(batch_size=3)
+    steps = [model(tokens[:, :2], cache=cache)]  # white's rating in the prefill, black's in the next step
+    steps += [model(tokens[:, t : t + 1], cache=cache) for t in range(2, 10)]
+    kept = cache.select(torch.tensor([0, 2]))  # the recorded ratings travel with their rows
+    torch.testing.assert_close(torch.cat(steps, dim=1), full[:, :10], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(model(tokens[[0, 2], 10:11], cache=kept)[:, 0], full[[0, 2], 10], atol=1e-5, rtol=1e-5)
+
+
+@torch.no_grad()
+def test_skill_inputs_follow_the_side_to_move_from_the_prefixs_last_token_on():
+    skills = _skill_model().skills
+    ab, ba = _v2_rows([(900, 2400), (2400, 900)])[:, :16]
+    one, other = skills(ab[None], None, None)[0], skills(ba[None], None, None)[0]
+    assert one[:PREFIX_LENGTH].abs().sum() == 0  # BOS and the first two prefix tokens: nothing added
+    # Output p predicts a token of ply (p - 3) // 3: white's plies under (900, 2400) read as black's under (2400, 900).
+    white_to_move = [p for p in range(PREFIX_LENGTH, 16) if (p - PREFIX_LENGTH) // 3 % 2 == 0]
+    black_to_move = [p for p in range(PREFIX_LENGTH, 16) if (p - PREFIX_LENGTH) // 3 % 2 == 1]
+    torch.testing.assert_close(one[white_to_move[:3]], other[black_to_move[:3]])
+    assert not torch.allclose(one[white_to_move[0]], one[black_to_move[0]])  # the two sides differ
+
+
+def test_skill_inputs_need_the_prefix():
+    with pytest.raises(ValueError, match="needs conditioning"):
+        replace(CONFIGS["tiny"], skill_inputs=True)
+    with pytest.raises(ValueError, match="rating token"):
+        _skill_model()(torch.tensor([[BOS, 12, 28, 64]]))  # a triples-v1 row

@@ -47,6 +47,7 @@ class TrainConfig:
     model: str = "demo"  # name of the model config in chesscore.model.CONFIGS
     tokens: Literal["triples-v1", "triples-v2"] = "triples-v1"  # triples-v2: condition on ratings and time control
     unknown_fraction: float = 0.1  # triples-v2: share of train games (seeded) read with the "unknown" prefix
+    skill_inputs: bool = False  # triples-v2: the ratings also added at every move position (Maia-2's skill inputs)
     micro: int = 16  # games per microbatch per rank
     accum: int = 1  # microbatches per optimizer update (global batch: micro * world * accum)
     epochs: int = 20  # at most this many passes over the train split
@@ -97,7 +98,8 @@ class TrainConfig:
 
     def model_config(self) -> GPTConfig:
         """The named model config, reading triples-v2 when `tokens` says so."""
-        return replace(CONFIGS[self.model], conditioning=self.tokens == tokens.CONDITIONED_VERSION)
+        conditioning = self.tokens == tokens.CONDITIONED_VERSION
+        return replace(CONFIGS[self.model], conditioning=conditioning, skill_inputs=conditioning and self.skill_inputs)
 
     def schedule(self, n_train_games: int, world_size: int) -> tuple[int, int]:
         """(schedule_steps, warmup_steps) as resolved for this data and world size."""
@@ -128,7 +130,11 @@ def identity(
     return {
         "tokenizer": {"version": version, "sha256": tokens.tokenizer_sha256(version)},
         "conditioning": (
-            {"prefix": ["white_rating", "black_rating", "time_control"], "unknown_fraction": config.unknown_fraction}
+            {
+                "prefix": ["white_rating", "black_rating", "time_control"],
+                "unknown_fraction": config.unknown_fraction,
+                "skill_inputs": model_config.skill_inputs,
+            }
             if model_config.conditioning
             else None
         ),

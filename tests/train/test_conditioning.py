@@ -5,6 +5,7 @@ mixture when told "unknown"; the identity records triples-v2 and the unknown fra
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import chess
@@ -68,11 +69,12 @@ def first_source_probability(model: GPT, prefix: tuple[int, int, int]) -> dict[s
     return {name: float(probs[getattr(chess, name.upper())]) for name in ("e2", "d2")}
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> Path:
-    output = tmp_path_factory.mktemp("conditioned")
+@pytest.fixture(scope="module", params=[False, True], ids=["prefix-only", "skill-inputs"])
+def trained(request, tmp_path_factory) -> Path:
+    """Trained once reading the ratings from the prefix alone, once with them at every position too."""
+    output = tmp_path_factory.mktemp("skill" if request.param else "prefix")
     data = TrainData(synthetic(32), synthetic(4), fingerprint="synthetic-openings")
-    results = train(CONFIG, data, output, setup("cpu"))
+    results = train(replace(CONFIG, skill_inputs=request.param), data, output, setup("cpu"))
     assert results["step"] > 0
     return output
 
@@ -94,5 +96,9 @@ def test_the_identity_records_the_tokens_version_and_the_conditioning(trained):
     assert identity["tokenizer"]["version"] == CONDITIONED_VERSION
     assert identity["conditioning"]["unknown_fraction"] == 0.25
     assert identity["model"]["config"]["conditioning"] is True
+    skill_inputs = identity["conditioning"]["skill_inputs"]
+    assert skill_inputs is identity["model"]["config"]["skill_inputs"] and skill_inputs == trained.name.startswith(
+        "skill"
+    )
     payload = checkpoint.load(trained / "last.pt")
     assert payload["identity"]["tokenizer"] == identity["tokenizer"]
