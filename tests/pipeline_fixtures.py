@@ -31,6 +31,22 @@ STAGES = ["validate", "convert", "train", "evaluate", "selfplay", "arena"]
 NOT_REPRODUCIBLE = re.compile(r"^data/(train/(results\.json|events\.jsonl)|selfplay/stats\.json|arena/timing\.json)")
 
 _SERVER: dict[str, Any] = {}
+
+# Server services no test needs, turned off: each costs CPU at start and on every loop while the
+# server idles for the session. Kept on: task_run_recorder (task run states, which the tests read,
+# come from events) and event_persister. db_vacuum stays: "false" still means its hourly events
+# vacuum, and nothing else turns it off.
+SERVICES_OFF = {
+    "CANCELLATION_CLEANUP": "no test cancels a run",
+    "FOREMAN": "marks silent workers and deployments not ready; the served test polls every second",
+    "LATE_RUNS": "marks unstarted runs Late; the runner picks up Scheduled runs either way",
+    "SCHEDULER": "creates runs from schedules; the tests start their runs through the API",
+    "PAUSE_EXPIRATIONS": "no flow pauses",
+    "REPOSSESSOR": "reclaims concurrency-limit leases; no flow takes one",
+    "CLEANUP_RECONCILER": "expires workers' cleanup leases; no worker runs here",
+    "TRIGGERS": "runs automations; there are none",
+    "EVENT_LOGGER": "prints events to the server's log (off by default; pinned off)",
+}
 _PIPELINE: dict[str, PipelineRun] = {}
 
 # The smallest params that still run every code path of every stage (a tiny model, a few updates,
@@ -159,6 +175,7 @@ def prefect_server(tmp_path_factory: pytest.TempPathFactory):
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "PREFECT_UI_ENABLED": "false",
         "PREFECT_API_URL": "",
+        **{f"PREFECT_SERVER_SERVICES_{name}_ENABLED": "false" for name in SERVICES_OFF},
     }
     log = open(home / "server.log", "w")
     server = subprocess.Popen(

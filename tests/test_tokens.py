@@ -34,12 +34,19 @@ def random_games(draw, max_plies: int = 160) -> list[chess.Move]:
 
 
 def accepted_triples(state: State) -> set[tuple[int, int, int]]:
-    """Every complete triple the automaton accepts at a source phase, by walking its masks."""
+    """Every complete triple the automaton accepts at a source phase, by walking its masks.
+
+    Past the sources, the walk feeds copies of a twin whose board has no move history: the legal moves
+    do not depend on it (the position, side to move, castling rights and en passant square decide
+    them), and copying the history for each of the ~45 branches of a position made the walk
+    quadratic in the game's length."""
+    twin = state.copy()
+    twin.board = state.board.copy(stack=False)
     triples = set()
     for source in np.flatnonzero(state.mask()):
         if source == EOS:
             continue
-        after_source = state.copy()
+        after_source = twin.copy()
         after_source.feed(source)
         for destination in np.flatnonzero(after_source.mask()):
             after_destination = after_source.copy()
