@@ -8,6 +8,7 @@ import torch
 from chesscore import checkpoint
 from chesscore.model import CONFIGS, GPT, GPTConfig
 from chesscore.tokens import BOS, PREFIX_LENGTH, conditioning_prefix, encode_game
+from chesscore.train.config import TrainConfig
 
 
 def test_baseline_has_exactly_85_940_736_parameters():
@@ -131,5 +132,7 @@ def test_skill_inputs_follow_the_side_to_move_from_the_prefixs_last_token_on():
 def test_skill_inputs_need_the_prefix():
     with pytest.raises(ValueError, match="needs conditioning"):
         replace(CONFIGS["tiny"], skill_inputs=True)
+    with pytest.raises(ValueError, match="skill_inputs needs tokens triples-v2"):
+        TrainConfig(model="tiny", tokens="triples-v1", skill_inputs=True)  # refused, not silently off
     with pytest.raises(ValueError, match="rating token"):
         _skill_model()(torch.tensor([[BOS, 12, 28, 64]]))  # a triples-v1 row

@@ -93,13 +93,15 @@ class TrainConfig:
         )
         ranges.one_of("device", self.device, DEVICES)
         ranges.one_of("tokens", self.tokens, tokens.VERSIONS)
+        if self.skill_inputs and self.tokens != tokens.CONDITIONED_VERSION:
+            raise ranges.InvalidSetting(f"skill_inputs needs tokens {tokens.CONDITIONED_VERSION} (the rating prefix)")
         if self.deadline is not None:
             parse_time(self.deadline)  # a deadline that names no time is refused now, not at the end
 
     def model_config(self) -> GPTConfig:
         """The named model config, reading triples-v2 when `tokens` says so."""
         conditioning = self.tokens == tokens.CONDITIONED_VERSION
-        return replace(CONFIGS[self.model], conditioning=conditioning, skill_inputs=conditioning and self.skill_inputs)
+        return replace(CONFIGS[self.model], conditioning=conditioning, skill_inputs=self.skill_inputs)
 
     def schedule(self, n_train_games: int, world_size: int) -> tuple[int, int]:
         """(schedule_steps, warmup_steps) as resolved for this data and world size."""
