@@ -1,12 +1,14 @@
 """Conditioned training end to end: a tiny model trained by the real trainer on two synthetic
 "ratings" that play different fixed openings plays each opening when told its rating, and a
-mixture when told "unknown"; the identity records triples-v2 and the unknown fraction."""
+mixture when told "unknown"; the identity records triples-v2 and the unknown fraction. Trained
+twice: reading the ratings from the prefix alone, and with Maia-2's skill inputs too."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 import chess
 import pytest
@@ -69,19 +71,24 @@ def first_source_probability(model: GPT, prefix: tuple[int, int, int]) -> dict[s
     return {name: float(probs[getattr(chess, name.upper())]) for name in ("e2", "d2")}
 
 
+class Trained(NamedTuple):
+    output: Path
+    skill_inputs: bool
+
+
 @pytest.fixture(scope="module", params=[False, True], ids=["prefix-only", "skill-inputs"])
-def trained(request, tmp_path_factory) -> Path:
+def trained(request, tmp_path_factory) -> Trained:
     """Trained once reading the ratings from the prefix alone, once with them at every position too."""
-    output = tmp_path_factory.mktemp("skill" if request.param else "prefix")
+    output = tmp_path_factory.mktemp("conditioned")
     data = TrainData(synthetic(32), synthetic(4), fingerprint="synthetic-openings")
     results = train(replace(CONFIG, skill_inputs=request.param), data, output, setup("cpu"))
     assert results["step"] > 0
-    return output
+    return Trained(output, request.param)
 
 
 def test_the_model_plays_the_opening_of_the_rating_it_is_told(trained):
-    model, payload = checkpoint.load_model(trained / "best.pt")
-    assert model.config.conditioning
+    model, payload = checkpoint.load_model(trained.output / "best.pt")
+    assert model.config.conditioning and model.config.skill_inputs is trained.skill_inputs
     for rating, line in OPENINGS.items():
         assert greedy_line(model, conditioning_prefix(rating, rating, "blitz"), 6) == line.split(), rating
     low, high = (first_source_probability(model, conditioning_prefix(r, r, "blitz")) for r in (LOW, HIGH))
@@ -92,13 +99,12 @@ def test_the_model_plays_the_opening_of_the_rating_it_is_told(trained):
 
 
 def test_the_identity_records_the_tokens_version_and_the_conditioning(trained):
-    identity = json.loads((trained / "identity.json").read_text())
+    identity = json.loads((trained.output / "identity.json").read_text())
     assert identity["tokenizer"]["version"] == CONDITIONED_VERSION
     assert identity["conditioning"]["unknown_fraction"] == 0.25
     assert identity["model"]["config"]["conditioning"] is True
-    skill_inputs = identity["conditioning"]["skill_inputs"]
-    assert skill_inputs is identity["model"]["config"]["skill_inputs"] and skill_inputs == trained.name.startswith(
-        "skill"
+    assert (
+        identity["conditioning"]["skill_inputs"] is identity["model"]["config"]["skill_inputs"] is trained.skill_inputs
     )
-    payload = checkpoint.load(trained / "last.pt")
+    payload = checkpoint.load(trained.output / "last.pt")
     assert payload["identity"]["tokenizer"] == identity["tokenizer"]
