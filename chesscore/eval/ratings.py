@@ -52,10 +52,6 @@ class GapTable:
     unfinished: int  # no result (not counted in the rows)
 
 
-def _finite(value: float) -> float | None:
-    return value if abs(value) != float("inf") else None
-
-
 def gap_table(metas: Iterable[Mapping[str, Any]], band: int = 100, top: int = 400) -> GapTable:
     """The table over game metadata (white_elo, black_elo, result), in bands of `band` points up
     to `top` and one open band above."""
@@ -80,19 +76,12 @@ def gap_table(metas: Iterable[Mapping[str, Any]], band: int = 100, top: int = 40
         tally = tallies[start]
         wins = sum(points == 1.0 for _, points in tally)
         draws = sum(points == 0.5 for _, points in tally)
-        estimate = elo_difference(wins, draws, len(tally) - wins - draws)
+        estimate = elo_difference(wins, draws, len(tally) - wins - draws).to_dict()  # infinities: None
         mean_gap = fmean(gap for gap, _ in tally)
         rows.append(
             GapRow(
                 gap=f"{start}+" if start == top else f"{start}-{start + band - 1}",
-                games=len(tally),
-                wins=wins,
-                draws=draws,
-                losses=len(tally) - wins - draws,
-                score=estimate.score,
-                elo=_finite(estimate.elo),
-                low=_finite(estimate.low),
-                high=_finite(estimate.high),
+                **{key: estimate[key] for key in ("games", "wins", "draws", "losses", "score", "elo", "low", "high")},
                 mean_gap=mean_gap,
                 expected=expected_score(mean_gap),
             )
