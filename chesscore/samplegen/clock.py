@@ -2,8 +2,9 @@
 
 The first move of each side is free (Lichess starts the clock after it); after that a move
 costs the time spent and earns the increment. Each side has a pace (how many moves it
-budgets its base time for); below four budgets it plays fast, and now and then thinks too
-long, which is how flags (Time forfeit) come about. `%clk` shows whole seconds left.
+budgets its base time for; the weaker player's is lower, engine_game.Strength); below four
+budgets it plays fast, and now and then thinks too long, and a side behind on the board
+thinks twice as long: that is how flags (Time forfeit) come about, mostly to the weaker. `%clk` shows whole seconds left.
 """
 
 from __future__ import annotations
@@ -14,16 +15,20 @@ import random
 class Clock:
     """Both sides' time; `can_flag=False` for a game that must not end on time."""
 
-    def __init__(self, time_control: str, rng: random.Random, can_flag: bool = True):
+    def __init__(
+        self, time_control: str, rng: random.Random, paces: tuple[float, float] = (35.0, 35.0), can_flag: bool = True
+    ):
         self.rng, self.can_flag = rng, can_flag
         self.off = time_control == "-"
         base, inc = (0, 0) if self.off else (int(x) for x in time_control.split("+"))
         self.base, self.inc = base * 100, inc * 100
         self.left = [self.base, self.base]
-        self.pace = [rng.uniform(20, 50), rng.uniform(20, 50)]
+        self.pace = list(paces)
 
-    def spend(self, ply: int, side: int) -> int | None:
-        """Time left after the move at `ply` by `side` (0 white), or None if the flag falls."""
+    def spend(self, ply: int, side: int, behind: bool = False) -> int | None:
+        """Time left after the move at `ply` by `side` (0 white), or None if the flag falls.
+        A side `behind` on the board thinks twice as long, as players do: flags then go
+        mostly to the weaker side, not to a coin."""
         if self.off:
             return 0
         if ply < 2:
@@ -35,7 +40,7 @@ class Clock:
             used = self.left[side] * self.rng.uniform(0.02, 0.25) + self.rng.uniform(10, 80)
             if self.rng.random() < 0.03:
                 used = self.left[side] * self.rng.uniform(0.5, 1.5)
-        used = round(used)
+        used = round(used * (2 if behind else 1))
         if used >= self.left[side]:
             if self.can_flag:
                 return None

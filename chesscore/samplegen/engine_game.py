@@ -7,8 +7,12 @@ candidate moves and scores depend only on the moves so far; which candidate is p
 drawn from the game's own seeded `random.Random`. Stockfish's "Skill Level" is never used (it
 seeds its own generator from the clock).
 
-    strength(rating): nodes 40 (800) .. 1280 (2800); softmax temperature 200 cp .. 10 cp over
-    the MultiPV candidates; a random legal move with probability 6% .. 0.2%.
+    Strength.of(rating), geometric from 800 to 2800: nodes 1 .. 20,000; softmax temperature
+    1,000 cp .. 5 cp over the MultiPV candidates; a random legal move with probability 45% ..
+    0.1%; and a pace on the clock, so the weak flag more (a side behind on the board thinks
+    twice as long). Chosen so that rating gaps score close to the Elo formula (the table in
+    docs/strength-experiment.md); the older, flatter curve (40 .. 1,280 nodes, 200 .. 10 cp,
+    6% .. 0.2%, a coin for flags) gave a 400-point gap the score of about 90 Elo.
 """
 
 from __future__ import annotations
@@ -26,6 +30,10 @@ from .clock import Clock, clk
 MULTIPV = 4
 MAX_PLIES = 300  # a normal game is adjudicated here, so it fits the 340-ply model context
 ANALYSIS_NODES = 1500  # the after-game analysis of the few games that carry [%eval]
+# Strength at ratings 800 and 2800, geometric in between (Strength.of).
+NODES = (1, 20000)  # Stockfish's search per move
+SOFTMAX_CP = (1000.0, 5.0)  # the temperature of the draw over the MultiPV candidates
+RANDOM_MOVE = (0.45, 0.001)  # the probability of a random legal move instead
 
 
 @dataclass
@@ -51,16 +59,20 @@ class Strength:
     temperature: float  # centipawns
     blunder: float  # probability of a random legal move
     resign_below: int | None  # centipawns; None: plays on to the end
+    pace: float  # moves the player budgets its base time for (clock.py): the weak flag more
 
     @staticmethod
     def of(rating: int, rng: random.Random, bot: bool = False) -> Strength:
+        """The play of a `rating`: steep enough that rating gaps score as the Elo formula
+        says (`python -m chesscore.eval.ratings` on the output; docs/strength-experiment.md)."""
         x = (min(max(rating, 800), 2800) - 800) / 2000
         stubborn = bot or rng.random() < 0.1
         return Strength(
-            nodes=round(40 * 32**x),
-            temperature=200 * (10 / 200) ** x,
-            blunder=0.06 * (0.002 / 0.06) ** x,
+            nodes=round(NODES[0] * (NODES[1] / NODES[0]) ** x),
+            temperature=SOFTMAX_CP[0] * (SOFTMAX_CP[1] / SOFTMAX_CP[0]) ** x,
+            blunder=RANDOM_MOVE[0] * (RANDOM_MOVE[1] / RANDOM_MOVE[0]) ** x,
             resign_below=None if stubborn else round(800 - 450 * x),
+            pace=rng.uniform(30, 75) * (0.5 + x),
         )
 
 
@@ -246,7 +258,7 @@ def play(
             move = _long_game_move(rng, board, found, strength)
             if move is None:
                 raise GameEndedEarly
-        left = clock.spend(ply, side)
+        left = clock.spend(ply, side, behind=found.scores[0] <= -150)
         if left is None:
             record.ending, loser = "time", side
             break

@@ -45,6 +45,7 @@ def make_game(spec: GameSpec, engine: chess.engine.SimpleEngine) -> GameRecord:
         Strength.of(white.rating, rng, white.title == "BOT"),
         Strength.of(black.rating, rng, black.title == "BOT"),
     )
+    clock = Clock(tc, rng, (strengths[0].pace, strengths[1].pace))  # the weaker budgets worse
     record = GameRecord(spec.index, spec.kind)
     extra: list[tuple[str, str]] = []  # Variant, FEN, SetUp
     opening = ("?", "?")
@@ -60,7 +61,7 @@ def make_game(spec: GameSpec, engine: chess.engine.SimpleEngine) -> GameRecord:
             abandon_at=rng.randint(1, 6) if rng.random() < 0.004 else None,
             infraction_at=rng.randint(10, 80) if rng.random() < 0.002 else None,
         )
-        result, termination = play(engine, chess.Board(), Clock(tc, rng), plan, rng, (spec.seed, spec.index), record)
+        result, termination = play(engine, chess.Board(), clock, plan, rng, (spec.seed, spec.index), record)
         named = name_opening(record.sans)
         opening = (named.eco, named.name)
     elif spec.kind in ("setup", "from_position"):
@@ -70,13 +71,13 @@ def make_game(spec: GameSpec, engine: chess.engine.SimpleEngine) -> GameRecord:
         extra = [("FEN", board.fen()), ("SetUp", "1")]
         if spec.kind == "from_position":
             extra.insert(0, ("Variant", "From Position"))
-        result, termination = play(engine, board, Clock(tc, rng), Plan(strengths), rng, (spec.seed, spec.index), record)
+        result, termination = play(engine, board, clock, Plan(strengths), rng, (spec.seed, spec.index), record)
     elif spec.kind == "chess960":
         event = "Rated Chess960 game"
         board = chess.Board.from_chess960_pos(rng.choice([n for n in range(960) if n != 518]))
         board.chess960 = True
         extra = [("Variant", "Chess960"), ("FEN", board.fen()), ("SetUp", "1")]
-        result, termination = play(engine, board, Clock(tc, rng), Plan(strengths), rng, (spec.seed, spec.index), record)
+        result, termination = play(engine, board, clock, Plan(strengths), rng, (spec.seed, spec.index), record)
     elif spec.kind == "crazyhouse":
         event = "Rated Crazyhouse game"
         extra = [("Variant", "Crazyhouse")]

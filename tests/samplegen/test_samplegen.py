@@ -20,6 +20,7 @@ import chess.pgn
 import pytest
 import zstandard
 
+from chesscore.eval.ratings import gap_table
 from chesscore.samplegen import SampleConfig, generate
 from chesscore.samplegen.rejects import REJECT_KINDS
 
@@ -308,6 +309,23 @@ def test_committed_sample_is_varied(committed):
     assert len({t["Opening"] for t in raws}) >= 50
     for key, table in (("time control class", classes), ("result", results), ("termination", terminations)):
         assert readme_counts(key) == {k: table[k] for k in readme_counts(key)}, key
+
+
+def test_committed_sample_ratings_carry_strength(committed):
+    """The higher-rated side scores more the wider the gap, as the Elo formula says (roughly),
+    so a rating-conditioned model has strength to learn. The earlier generator's sample failed
+    this: its 200-299 gap scored 0.493 and a 400+ gap +86 Elo (docs/strength-experiment.md)."""
+    data, _ = committed
+    metas = [
+        {"white_elo": int(t["WhiteElo"]), "black_elo": int(t["BlackElo"]), "result": t["Result"]}
+        for _, t, _ in raw_games(data)
+    ]
+    rows = gap_table(metas, band=100, top=400).rows
+    assert [row.gap for row in rows] == ["0-99", "100-199", "200-299", "300-399", "400+"]
+    assert all(row.low is not None and row.low > 0 for row in rows), rows  # every band: stronger
+    scores = [row.score for row in rows]
+    assert scores == sorted(scores), scores  # the wider the gap, the higher the score
+    assert all(row.score >= row.expected - 0.15 for row in rows), rows  # near the formula (old: 0.30 off)
 
 
 @pytest.mark.slow
