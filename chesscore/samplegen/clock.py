@@ -4,7 +4,8 @@ The first move of each side is free (Lichess starts the clock after it); after t
 costs the time spent and earns the increment. Each side has a pace (how many moves it
 budgets its base time for; the weaker player's is lower, engine_game.Strength); below four
 budgets it plays fast, and now and then thinks too long, and a side behind on the board
-thinks twice as long: that is how flags (Time forfeit) come about, mostly to the weaker. `%clk` shows whole seconds left.
+thinks twice as long: that is how flags (Time forfeit) come about, mostly to the weaker.
+`%clk` shows whole seconds left.
 """
 
 from __future__ import annotations
