@@ -79,7 +79,8 @@ def test_round_trip_through_verify_load_and_games(built, tmp_path):
     for row, pick in enumerate(picks):
         assert batch[row, : len(expected[pick])].tolist() == expected[pick]
         assert (batch[row, len(expected[pick]) :] == PAD).all()
-    assert train.batch([1], width=width + 7).shape == (1, width + 7)
+    wide = len(expected[1]) + 7  # padded past the game's own length
+    assert train.batch([1], width=wide).shape == (1, wide)
     with pytest.raises(ValueError, match="does not fit"):
         train.batch(picks, width=10)
     with pytest.raises(IndexError):
