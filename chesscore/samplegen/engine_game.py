@@ -63,8 +63,9 @@ class Strength:
 
     @staticmethod
     def of(rating: int, rng: random.Random, bot: bool = False) -> Strength:
-        """The play of a `rating`: steep enough that rating gaps score as the Elo formula
-        says (`python -m chesscore.eval.ratings` on the output; docs/strength-experiment.md)."""
+        """The play of a `rating`: steep enough that rating gaps score close to what the Elo
+        formula says (`python -m chesscore.eval.ratings` on the output: 0.01-0.10 below it,
+        docs/strength-experiment.md)."""
         x = (min(max(rating, 800), 2800) - 800) / 2000
         stubborn = bot or rng.random() < 0.1
         return Strength(
