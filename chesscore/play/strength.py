@@ -46,11 +46,17 @@ def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
 
 
 def _measured(summary: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The told rating's Elo and interval, the games they rest on, and their scale: the rating
+    anchored on the Stockfish opponents, else the Elo difference against the first opponent."""
+    opponents = summary["opponents"]
     if summary.get("rating"):
         rating = summary["rating"]
-        return {"elo": rating["rating"], "low": rating["low"], "high": rating["high"]}, "anchored on Stockfish"
-    first = summary["opponents"][0]
-    return {"elo": first["elo"], "low": first["low"], "high": first["high"]}, f"Elo difference vs {first['name']}"
+        games = sum(o["games"] for o in opponents if o["anchor_elo"] is not None)
+        measured = {"elo": rating["rating"], "low": rating["low"], "high": rating["high"], "games": games}
+        return measured, "anchored on Stockfish"
+    first = opponents[0]
+    measured = {"elo": first["elo"], "low": first["low"], "high": first["high"], "games": first["games"]}
+    return measured, f"Elo difference vs {first['name']}"
 
 
 def strength_curve(points: Sequence[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
@@ -61,7 +67,7 @@ def strength_curve(points: Sequence[tuple[int, dict[str, Any]]]) -> dict[str, An
     for told, summary in sorted(points, key=lambda point: point[0]):
         measured, scale = _measured(summary)
         scales.add(scale)
-        rows.append({"told": told, **measured, "games": summary["games"]})
+        rows.append({"told": told, **measured})
     if len(scales) > 1:
         raise ValueError(f"the told ratings were measured on different scales: {sorted(scales)}")
 

@@ -48,7 +48,10 @@ def test_a_point_reports_the_strength_knob_of_a_conditioned_model():
     """The arena's strength curve (chesscore.play.strength) reaches the curve's JSON and its line."""
 
     def summary(elo: float) -> dict:
-        return {"games": 64, "opponents": [{"name": "unconditioned", "elo": elo, "low": elo - 90, "high": elo + 90}]}
+        return {
+            "games": 64,
+            "opponents": [{"name": "unconditioned", "games": 64, "elo": elo, "low": elo - 90, "high": elo + 90}],
+        }
 
     knob = strength_curve([(2000, summary(40.0)), (1000, summary(-60.0)), (1500, summary(-70.0))])
     versus = {"wins": 1, "draws": 0, "losses": 0, "score": 1.0, "elo": None, "low": 1.0, "high": None}

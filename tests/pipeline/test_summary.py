@@ -7,7 +7,11 @@ from chesscore.play.strength import strength_curve
 
 
 def _arena_summary(elo, low, high) -> dict:
-    return {"rating": None, "games": 16, "opponents": [{"name": "random", "elo": elo, "low": low, "high": high}]}
+    return {
+        "rating": None,
+        "games": 16,
+        "opponents": [{"name": "random", "games": 16, "elo": elo, "low": low, "high": high}],
+    }
 
 
 def _facts(conditioned: bool) -> dict:

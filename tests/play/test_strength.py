@@ -48,7 +48,11 @@ def test_ranks_and_spearman():
 
 def _summary(elo, low, high, anchored=True):
     rating = {"rating": elo, "low": low, "high": high} if anchored else None
-    return {"rating": rating, "games": 8, "opponents": [{"name": "random", "elo": elo, "low": low, "high": high}]}
+    opponents = [
+        {"name": "random", "anchor_elo": None, "games": 8, "elo": elo, "low": low, "high": high},
+        {"name": "sf-skill0", "anchor_elo": 1320.0, "games": 6, "elo": None, "low": None, "high": None},
+    ]
+    return {"rating": rating, "games": 14, "opponents": opponents}
 
 
 def test_the_curve_says_whether_strength_rises_and_the_intervals_separate():
@@ -56,6 +60,7 @@ def test_the_curve_says_whether_strength_rises_and_the_intervals_separate():
     assert [p["told"] for p in curve["points"]] == [1000, 1800]  # sorted by the told rating
     assert curve["rises"] and curve["separated"] and curve["spearman"] == pytest.approx(1.0)
     assert curve["scale"] == "anchored on Stockfish"
+    assert [p["games"] for p in curve["points"]] == [6, 6]  # the anchors' games, not every told game
     overlapping = strength_curve([(1000, _summary(900, 700, 1300)), (1800, _summary(1000, 800, 1200))])
     assert overlapping["rises"] and not overlapping["separated"]
     falling = strength_curve(
@@ -65,6 +70,7 @@ def test_the_curve_says_whether_strength_rises_and_the_intervals_separate():
     assert "told  1400: +inf [1200, +inf]" in curve_text(falling)
     unanchored = strength_curve([(1000, _summary(10, -50, 60, anchored=False))])
     assert unanchored["scale"] == "Elo difference vs random" and unanchored["spearman"] is None
+    assert unanchored["points"][0]["games"] == 8  # the first opponent's games: its Elo's
     with pytest.raises(ValueError, match="different scales"):
         strength_curve([(1000, _summary(1, 0, 2)), (1400, _summary(1, 0, 2, anchored=False))])
 
