@@ -29,7 +29,7 @@ def sample_tokens() -> tuple[tuple[int, ...], ...]:
     return tuple(g for g in games if len(g) <= 1024)
 
 
-def _rows(games: list[tuple[int, ...]], first: int) -> pa.Table:
+def _rows(games: list[tuple[int, ...]], first: int, metas: list[dict] | None = None) -> pa.Table:
     records = [
         {
             "tokens": list(tokens),
@@ -40,18 +40,22 @@ def _rows(games: list[tuple[int, ...]], first: int) -> pa.Table:
             "result": "1-0",
             "time_control_class": "blitz",
             "plies": (len(tokens) - 2) // 3,
+            **(metas[n] if metas else {}),
         }
         for n, tokens in enumerate(games)
     ]
     return pa.Table.from_pylist(records, schema=shards.SCHEMA)
 
 
-def write_dataset(root: Path, train: list, validation: list, test: list = ()) -> dict:
-    """A dataset folder as the convert stage writes it; returns the manifest."""
+def write_dataset(
+    root: Path, train: list, validation: list, test: list = (), metas: dict[str, list[dict]] | None = None
+) -> dict:
+    """A dataset folder as the convert stage writes it; returns the manifest. `metas` gives a
+    split's games their own columns (ratings, result), one dict a game."""
     parts = {"train": train, "validation": validation, "test": list(test) or validation[:1]}
     entries, first = [], 0
     for split, games in parts.items():
-        entries.append(shards.write_shard(_rows(games, first), root, split))
+        entries.append(shards.write_shard(_rows(games, first, (metas or {}).get(split)), root, split))
         first += len(games)
     manifest = shards.build_manifest({"source": "tests/training_data.py"}, [], entries)
     atomic_write_json(root / shards.MANIFEST, manifest)

@@ -4,17 +4,14 @@ rating gap, on game metadata built here and on a dataset folder whose test split
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
-from chesscore.data import shards
 from chesscore.eval.ratings import gap_table
-from chesscore.fileio import atomic_write_json
 from chesscore.play.elo import expected_score
 from chesscore.tokens import encode_game
 from tests.inprocess import run_module
+from tests.training_data import write_dataset
 
 
 def game(white: int | None, black: int | None, result: str) -> dict:
@@ -62,31 +59,14 @@ def test_bands_must_be_positive_and_fit_under_the_top():
         gap_table([], band=200, top=100)
 
 
-def write_split(root: Path, split: str, games: list[dict], first: int) -> dict:
-    tokens = encode_game("e2e4 e7e5".split())
-    records = [
-        {
-            "tokens": tokens,
-            "game_id": f"g{first + n}",
-            "source_sha256": "ab" * 32,
-            "source_index": first + n,
-            "source_offset": 0,
-            "time_control_class": "blitz",
-            "plies": 2,
-            **meta,
-        }
-        for n, meta in enumerate(games)
-    ]
-    return shards.write_shard(pa.Table.from_pylist(records, schema=shards.SCHEMA), root, split)
-
-
 def test_the_cli_reads_train_and_validation_only_and_writes_json(tmp_path):
-    entries = [
-        write_split(tmp_path, "train", [game(1600, 1500, "1-0"), game(1500, 1600, "1-0")], 0),
-        write_split(tmp_path, "validation", [game(1700, 1500, "1/2-1/2")], 10),
-        write_split(tmp_path, "test", [game(2500, 900, "1-0")] * 5, 20),  # evaluate's: never read here
-    ]
-    atomic_write_json(tmp_path / shards.MANIFEST, shards.build_manifest({}, [], entries))
+    metas = {
+        "train": [game(1600, 1500, "1-0"), game(1500, 1600, "1-0")],
+        "validation": [game(1700, 1500, "1/2-1/2")],
+        "test": [game(2500, 900, "1-0")] * 5,  # evaluate's: never read here
+    }
+    tokens = tuple(encode_game("e2e4 e7e5".split()))
+    write_dataset(tmp_path, [tokens] * 2, [tokens], [tokens] * 5, metas=metas)
     done = run_module("chesscore.eval.ratings", tmp_path, "--json", tmp_path / "ratings.json")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("3 games: 3 rated with a result")
