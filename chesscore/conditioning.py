@@ -3,12 +3,18 @@ time-control columns when the game is read, so datasets keep their v1 tokens (ch
 
     prefixes = table_prefixes(table)                       # (N, 3) uint8: the true prefix of each game
     trained = drop_prefixes(prefixes, 0.1, seed=2026)      # 10% of the games -> UNKNOWN_PREFIX
+    trained = drop_fields(trained, 0.2, seed=2026)         # and 20% per field: that field alone unknown
     source = ConditionedSource(table, trained)             # a GameSource of v2 rows: BOS, prefix, moves, EOS
     with_prefix(game, prefix)                              # one v1 game's v2 row
     prefix_of(meta)                                        # one game's prefix from its metadata dict
 
 Which games are dropped to "unknown" is a pure function of the seed and the number of games
 (exactly round(fraction * N) of them), so every rank and every resume picks the same ones.
+
+Why single fields too: a bot is told its own rating (UCI_Elo) and often nothing of its opponent
+or the clock, so it plays from prefixes such as (1500, unknown, unknown). A model trained on whole
+prefixes or whole "unknown" only has never seen an unknown beside a known rating, and what it
+makes of one is anyone's guess; dropping each field on its own teaches it to read the others.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ import numpy as np
 
 from chesscore.seeds import derive_seed
 from chesscore.tokens import PAD, PREFIX_LENGTH, UNKNOWN_PREFIX, conditioning_prefix, rating_token, time_control_token
+
+FIELDS = ("white_rating", "black_rating", "time_control")  # the prefix's positions, in order
 
 
 def prefix_of(meta: Mapping[str, Any]) -> tuple[int, int, int]:
@@ -51,6 +59,20 @@ def drop_prefixes(prefixes: np.ndarray, fraction: float, seed: int) -> np.ndarra
         : round(fraction * n)
     ]
     out[chosen] = UNKNOWN_PREFIX
+    return out
+
+
+def drop_fields(prefixes: np.ndarray, fraction: float, seed: int) -> np.ndarray:
+    """A copy where, for each field of the prefix on its own, exactly round(fraction * N) seeded
+    rows read that field's "unknown" token (chosen independently per field, so some rows lose two
+    or all three)."""
+    if not 0.0 <= fraction <= 1.0:
+        raise ValueError(f"field_unknown_fraction must be within 0..1, got {fraction}")
+    out = np.array(prefixes, dtype=np.uint8, copy=True)
+    n = len(out)
+    for column, field in enumerate(FIELDS):
+        rng = np.random.default_rng(derive_seed(seed, "conditioning", "unknown", field, n))
+        out[rng.permutation(n)[: round(fraction * n)], column] = UNKNOWN_PREFIX[column]
     return out
 
 

@@ -98,7 +98,11 @@ def main(argv: list[str] | None = None) -> int:
         data = open_dataset(args.dataset, args.integrity_receipt, env)
         if args.mode == "probe":  # the rows training would read: a triples-v2 model's carry the prefix
             model_config = config.model_config()
-            rows = conditioned(data, config.unknown_fraction, config.seed) if model_config.conditioning else data
+            rows = (
+                conditioned(data, config.unknown_fraction, config.seed, config.field_unknown_fraction)
+                if model_config.conditioning
+                else data
+            )
             probe(model_config, rows.train, env, args.probe_micro, args.output, compile=config.compile)
             return 0
         results = train(

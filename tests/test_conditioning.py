@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from chesscore import tokens as T
-from chesscore.conditioning import ConditionedSource, drop_prefixes, prefix_of, table_prefixes
+from chesscore.conditioning import ConditionedSource, drop_fields, drop_prefixes, prefix_of, table_prefixes
 from chesscore.features import CAPTURED, MOVE_FEATURES, NOTHING
 from chesscore.model import CONFIGS, GPT
 from chesscore.pgn.meta import ALL_CLASSES
@@ -142,6 +142,21 @@ def test_the_unknown_drop_is_exact_seeded_and_deterministic():
         drop_prefixes(true, 1.5, seed=7)
 
 
+def test_each_field_is_dropped_on_its_own_exactly_and_seeded():
+    true = np.tile(np.array(T.conditioning_prefix(1500, 1600, "blitz"), np.uint8), (1000, 1))
+    dropped = drop_fields(true, 0.2, seed=7)
+    unknown = dropped == np.array(T.UNKNOWN_PREFIX, np.uint8)
+    assert unknown.sum(0).tolist() == [200, 200, 200]  # exactly round(0.2 x N) per field
+    assert ((dropped == true) | unknown).all()  # a field is true or its own "unknown", nothing else
+    # independent picks: some rows lose one field only (a bot told its own rating), some two, some all
+    per_row = np.bincount(unknown.sum(1), minlength=4)
+    assert per_row[1] > 300 and per_row[2] > 0 and per_row[0] > 400, per_row.tolist()
+    assert (drop_fields(true, 0.2, seed=7) == dropped).all() and not (drop_fields(true, 0.2, 8) == dropped).all()
+    assert (drop_fields(true, 0.0, seed=7) == true).all() and (drop_fields(true, 1.0, 7) == T.UNKNOWN_PREFIX).all()
+    with pytest.raises(ValueError, match="field_unknown_fraction"):
+        drop_fields(true, -0.1, seed=7)
+
+
 def test_training_data_takes_prefixes_from_the_dataset_columns(tmp_path):
     import pyarrow as pa
 
@@ -176,6 +191,9 @@ def test_training_data_takes_prefixes_from_the_dataset_columns(tmp_path):
     data = conditioned(TrainData(tables["train"], tables["validation"], "fp"), unknown_fraction=0.25, seed=3)
     assert (data.validation.prefixes == prefixes[:2]).all()  # validation keeps the true prefixes
     assert (data.train.prefixes == T.UNKNOWN_PREFIX).all(1).sum() == 3
+    fields = conditioned(TrainData(tables["train"], tables["validation"], "fp"), 0.25, 3, field_unknown_fraction=0.5)
+    assert (fields.train.prefixes[:, 2] == T.TIME_CONTROL_UNKNOWN).sum() >= 6  # half the games, at least
+    assert (fields.validation.prefixes == prefixes[:2]).all()
     with pytest.raises(ValueError, match="needs games with ratings"):
         conditioned(TrainData(TokenList(games), TokenList(games), "fp"), 0.1, 0)
 

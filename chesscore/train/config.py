@@ -47,6 +47,7 @@ class TrainConfig:
     model: str = "demo"  # name of the model config in chesscore.model.CONFIGS
     tokens: Literal["triples-v1", "triples-v2"] = "triples-v1"  # triples-v2: condition on ratings and time control
     unknown_fraction: float = 0.1  # triples-v2: share of train games (seeded) read with the "unknown" prefix
+    field_unknown_fraction: float = 0.2  # triples-v2: and per field, the share read with that field alone unknown
     skill_inputs: bool = False  # triples-v2: the ratings also added at every move position (Maia-2's skill inputs)
     micro: int = 16  # games per microbatch per rank
     accum: int = 1  # microbatches per optimizer update (global batch: micro * world * accum)
@@ -89,7 +90,7 @@ class TrainConfig:
             whole=("seed", "warmup_steps"),
             positive=("max_seconds", "telemetry_seconds"),
             non_negative=("deadline_margin_seconds", "min_delta"),
-            fraction=("unknown_fraction",),
+            fraction=("unknown_fraction", "field_unknown_fraction"),
         )
         ranges.one_of("device", self.device, DEVICES)
         ranges.one_of("tokens", self.tokens, tokens.VERSIONS)
@@ -135,6 +136,7 @@ def identity(
             {
                 "prefix": ["white_rating", "black_rating", "time_control"],
                 "unknown_fraction": config.unknown_fraction,
+                "field_unknown_fraction": config.field_unknown_fraction,
                 "skill_inputs": model_config.skill_inputs,
             }
             if model_config.conditioning

@@ -4,7 +4,7 @@ or any two GameSources (in-memory games in tests and benchmarks).
     data = open_dataset("data/dataset")                         # hashes the shards once
     data = open_dataset("data/dataset", "receipt.json")         # trusts a verify() receipt
     data = TrainData(TokenList(games), TokenList(held_out), fingerprint="...")
-    data = conditioned(data, unknown_fraction=0.1, seed=2026)  # triples-v2 rows (chesscore.conditioning)
+    data = conditioned(data, unknown_fraction=0.1, field_unknown_fraction=0.2, seed=2026)  # triples-v2 rows
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from chesscore.conditioning import ConditionedSource, drop_prefixes, table_prefixes
+from chesscore.conditioning import ConditionedSource, drop_fields, drop_prefixes, table_prefixes
 from chesscore.data import dataset
 from chesscore.fileio import sha256_file
 from chesscore.train.batching import GameSource
@@ -49,10 +49,11 @@ def open_dataset(
     )
 
 
-def conditioned(data: TrainData, unknown_fraction: float, seed: int) -> TrainData:
+def conditioned(data: TrainData, unknown_fraction: float, seed: int, field_unknown_fraction: float = 0.0) -> TrainData:
     """The same games as triples-v2 rows: each with its true prefix (from the dataset's columns, or
     a ConditionedSource's own), the train split's seeded `unknown_fraction` of games with the
-    "unknown" one. Validation keeps the true prefixes: it measures the conditioned use."""
+    "unknown" one, and `field_unknown_fraction` of them per field with that field alone unknown.
+    Validation keeps the true prefixes: it measures the conditioned use."""
 
     def true_prefixes(source: GameSource) -> ConditionedSource:
         if isinstance(source, ConditionedSource):
@@ -62,5 +63,6 @@ def conditioned(data: TrainData, unknown_fraction: float, seed: int) -> TrainDat
         return ConditionedSource(source, table_prefixes(source))
 
     train, validation = true_prefixes(data.train), true_prefixes(data.validation)
-    train = ConditionedSource(train.base, drop_prefixes(train.prefixes, unknown_fraction, seed))
+    dropped = drop_fields(drop_prefixes(train.prefixes, unknown_fraction, seed), field_unknown_fraction, seed)
+    train = ConditionedSource(train.base, dropped)
     return replace(data, train=train, validation=validation)

@@ -100,7 +100,7 @@ class Trainer:
     ) -> None:
         self.model_config = model_config or config.model_config()
         if self.model_config.conditioning:  # triples-v2 rows: the prefix after BOS
-            data = conditioned(data, config.unknown_fraction, config.seed)
+            data = conditioned(data, config.unknown_fraction, config.seed, config.field_unknown_fraction)
         self.config, self.data, self.output, self.env = config, data, Path(output), env
         self.lengths = np.asarray(data.train.lengths())
         check_context(self.lengths, self.model_config.block_size, "train")
