@@ -48,17 +48,19 @@ def table_prefixes(table: Any) -> np.ndarray:
     return out
 
 
+def _chosen_rows(n: int, fraction: float, setting: str, seed: int, *labels: object) -> np.ndarray:
+    """Exactly round(fraction * n) of n rows, a pure function of the seed, the labels and n."""
+    if not 0.0 <= fraction <= 1.0:
+        raise ValueError(f"{setting} must be within 0..1, got {fraction}")
+    rng = np.random.default_rng(derive_seed(seed, "conditioning", "unknown", *labels, n))
+    return rng.permutation(n)[: round(fraction * n)]
+
+
 def drop_prefixes(prefixes: np.ndarray, fraction: float, seed: int) -> np.ndarray:
     """A copy with exactly round(fraction * N) seeded rows set to UNKNOWN_PREFIX (the games the
     model learns to play unconditioned)."""
-    if not 0.0 <= fraction <= 1.0:
-        raise ValueError(f"unknown_fraction must be within 0..1, got {fraction}")
     out = np.array(prefixes, dtype=np.uint8, copy=True)
-    n = len(out)
-    chosen = np.random.default_rng(derive_seed(seed, "conditioning", "unknown", n)).permutation(n)[
-        : round(fraction * n)
-    ]
-    out[chosen] = UNKNOWN_PREFIX
+    out[_chosen_rows(len(out), fraction, "unknown_fraction", seed)] = UNKNOWN_PREFIX
     return out
 
 
@@ -66,13 +68,9 @@ def drop_fields(prefixes: np.ndarray, fraction: float, seed: int) -> np.ndarray:
     """A copy where, for each field of the prefix on its own, exactly round(fraction * N) seeded
     rows read that field's "unknown" token (chosen independently per field, so some rows lose two
     or all three)."""
-    if not 0.0 <= fraction <= 1.0:
-        raise ValueError(f"field_unknown_fraction must be within 0..1, got {fraction}")
     out = np.array(prefixes, dtype=np.uint8, copy=True)
-    n = len(out)
     for column, field in enumerate(FIELDS):
-        rng = np.random.default_rng(derive_seed(seed, "conditioning", "unknown", field, n))
-        out[rng.permutation(n)[: round(fraction * n)], column] = UNKNOWN_PREFIX[column]
+        out[_chosen_rows(len(out), fraction, "field_unknown_fraction", seed, field), column] = UNKNOWN_PREFIX[column]
     return out
 
 
