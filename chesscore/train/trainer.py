@@ -186,6 +186,8 @@ class Trainer:
                 # DVC deletes uncached metrics and plots it finds changed or missing before it
                 # reruns a stage: a finished run's no-op puts them back (the same bytes).
                 write_metrics_and_plots(self.output, self.finished, self.receipt["status"])
+                if not (self.output / "results.json").exists():
+                    self.rebuild_results()
                 print(json.dumps(self.receipt, sort_keys=True), flush=True)
             return self.receipt
         started = time.perf_counter()
@@ -427,6 +429,27 @@ class Trainer:
                 self.output / "last.pt",
             )
         self.env.barrier()
+
+    def rebuild_results(self) -> None:
+        """results.json of a run that finished but was killed between its final last.pt and
+        results.json: everything last.pt knows; the throughput, memory and wall time it does not."""
+        status = self.receipt["status"]
+        results = {
+            **run_results(self.finished, status, useful=0.0, padded=0.0, seconds=0.0, updates=0),
+            "resumed_from_step": self.resumed_from,
+            "note": f"{self.resume_note}; results.json rebuilt from last.pt (the finished run stopped before "
+            "writing it): throughput, peak memory and wall time not known",
+            "world_size": self.env.world_size,
+            "parameters": self.model.num_parameters(),
+            "steps_per_epoch": self.steps_per_epoch,
+            "peak_memory": None,
+            "wall_seconds": None,
+            "output": str(self.output),
+            "identity_sha256": sha256_json(self.identity),
+            "deadline_validation": None,
+        }
+        results["throughput"] = None
+        write_results(self.output, results, self.finished)
 
     def finish(self, status: str, wall_seconds: float) -> dict[str, Any]:
         env = self.env

@@ -138,6 +138,16 @@ def test_finished_run_resumes_as_a_no_op_with_a_receipt(data, tmp_path, capsys):
         (tmp_path / name).unlink()
     assert run(data, tmp_path, config)["resume_action"] == "no_op_terminal"
     assert {p: after[p][0] for p in after} == {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    # A kill between the final last.pt and results.json (a DVC out): the no-op writes it from
+    # last.pt, and says what it cannot know.
+    (tmp_path / "results.json").unlink()
+    assert run(data, tmp_path, config)["resume_action"] == "no_op_terminal"
+    rebuilt = json.loads((tmp_path / "results.json").read_text())
+    assert {k: rebuilt[k] for k in ("status", "step", "best_step", "history")} == {
+        k: results[k] for k in ("status", "step", "best_step", "history")
+    }
+    assert rebuilt["throughput"] is None and "rebuilt from last.pt" in rebuilt["note"]
+    assert rebuilt["best_checkpoint_sha256"] == results["best_checkpoint_sha256"]
 
 
 def test_max_updates_extends_a_run_whose_schedule_is_unchanged(data, tmp_path):
