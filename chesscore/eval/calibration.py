@@ -162,20 +162,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--games must be at least 1, got {args.games}")
     torch.set_num_threads(args.threads)
     model, _ = load_model(args.checkpoint, "cpu")
-    with progress_bar(total=args.games, desc="calibrate", unit="game") as bar:
-        result = calibrate(model, counted(itertools.islice(dataset.games(args.dataset, args.split), args.games), bar))
+    games = itertools.islice(dataset.games(args.dataset, args.split), args.games)
+    with progress_bar(iterable=games, total=args.games, desc="calibrate", unit="game") as bar:
+        result = calibrate(model, bar)
     result.update(checkpoint=str(args.checkpoint), dataset=str(args.dataset), split=args.split, games=args.games)
     print(text(result))
     if args.json:
         atomic_write_json(args.json, result)
     return 0
-
-
-def counted(items: Iterable[Any], bar: Any) -> Iterable[Any]:
-    """The items, ticking the progress bar as each is taken."""
-    for item in items:
-        yield item
-        bar.update(1)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from typing import Any, Literal
 import torch
 
 from chesscore import ranges, tokens
+from chesscore.conditioning import FIELDS
 from chesscore.config import flat
 from chesscore.fileio import code_sha256
 from chesscore.model import CONFIGS, GPTConfig, tokens_version
@@ -134,7 +135,7 @@ def identity(
         "tokenizer": {"version": version, "sha256": tokens.tokenizer_sha256(version)},
         "conditioning": (
             {
-                "prefix": ["white_rating", "black_rating", "time_control"],
+                "prefix": list(FIELDS),
                 "unknown_fraction": config.unknown_fraction,
                 "field_unknown_fraction": config.field_unknown_fraction,
                 "skill_inputs": model_config.skill_inputs,

@@ -125,6 +125,7 @@ class Trainer:
         env.barrier()  # every rank has read last.pt before rank 0 may replace it
         self.resumed_from = None if payload is None else payload["train_state"]["step"]
         self.receipt = None
+        self.deadline_validation: dict[str, Any] | None = None  # the deadline's provisional one
         if payload is not None and (status := terminal_status(TrainState.from_dict(payload["train_state"]), config)):
             self.receipt = receipt(self.resume_path, payload, status)
             self.finished = TrainState.from_dict(payload["train_state"])
@@ -163,7 +164,6 @@ class Trainer:
         self._plan: tuple[int, list] | None = None
         self.budget = Budget(config.max_seconds)
         self.totals = {"useful": 0.0, "padded": 0.0, "seconds": 0.0, "updates": 0}
-        self.deadline_validation: dict[str, Any] | None = None  # the deadline's provisional one
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -433,40 +433,21 @@ class Trainer:
     def rebuild_results(self) -> None:
         """results.json of a run that finished but was killed between its final last.pt and
         results.json: everything last.pt knows; the throughput, memory and wall time it does not."""
-        status = self.receipt["status"]
-        results = {
-            **run_results(self.finished, status, useful=0.0, padded=0.0, seconds=0.0, updates=0),
-            "resumed_from_step": self.resumed_from,
-            "note": f"{self.resume_note}; results.json rebuilt from last.pt (the finished run stopped before "
-            "writing it): throughput, peak memory and wall time not known",
-            "world_size": self.env.world_size,
-            "parameters": self.model.num_parameters(),
-            "steps_per_epoch": self.steps_per_epoch,
-            "peak_memory": None,
-            "wall_seconds": None,
-            "output": str(self.output),
-            "identity_sha256": sha256_json(self.identity),
-            "deadline_validation": None,
-        }
-        results["throughput"] = None
+        run = run_results(self.finished, self.receipt["status"], useful=0.0, padded=0.0, seconds=0.0, updates=0)
+        note = (
+            f"{self.resume_note}; results.json rebuilt from last.pt (the finished run stopped before writing it): "
+            "throughput, peak memory and wall time not known"
+        )
+        results = self.results_of({**run, "throughput": None}, note=note, memory=None, wall_seconds=None)
         write_results(self.output, results, self.finished)
 
-    def finish(self, status: str, wall_seconds: float) -> dict[str, Any]:
-        env = self.env
-        sums = env.all_reduce_sum(torch.tensor([self.totals["useful"], self.totals["padded"]], dtype=torch.float64))
-        memory = env.gather({"rank": env.rank, **peak_memory(env.device)})
-        results = {
-            **run_results(
-                self.state,
-                status,
-                useful=float(sums[0]),
-                padded=float(sums[1]),
-                seconds=self.totals["seconds"],
-                updates=self.totals["updates"],
-            ),
+    def results_of(self, run: dict[str, Any], *, note: str, memory: Any, wall_seconds: float | None) -> dict[str, Any]:
+        """results.json's content: the run's part (run_results) and what this process knows."""
+        return {
+            **run,
             "resumed_from_step": self.resumed_from,
-            "note": self.resume_note,
-            "world_size": env.world_size,
+            "note": note,
+            "world_size": self.env.world_size,
             "parameters": self.model.num_parameters(),
             "steps_per_epoch": self.steps_per_epoch,
             "peak_memory": memory,
@@ -475,6 +456,20 @@ class Trainer:
             "identity_sha256": sha256_json(self.identity),
             "deadline_validation": self.deadline_validation,
         }
+
+    def finish(self, status: str, wall_seconds: float) -> dict[str, Any]:
+        env = self.env
+        sums = env.all_reduce_sum(torch.tensor([self.totals["useful"], self.totals["padded"]], dtype=torch.float64))
+        memory = env.gather({"rank": env.rank, **peak_memory(env.device)})
+        run = run_results(
+            self.state,
+            status,
+            useful=float(sums[0]),
+            padded=float(sums[1]),
+            seconds=self.totals["seconds"],
+            updates=self.totals["updates"],
+        )
+        results = self.results_of(run, note=self.resume_note, memory=memory, wall_seconds=wall_seconds)
         if env.is_main:
             write_results(self.output, results, self.state)
             self.events(
