@@ -1,6 +1,7 @@
 """Suite-wide test settings, the corpus tier's switch, how pytest-xdist shares out the tests,
 and the fixtures many test files share."""
 
+import ast
 import functools
 import os
 import re
@@ -48,19 +49,62 @@ def uses_shared_session_fixtures(module: Path) -> bool:
     return bool(SHARED_SESSION_FIXTURES.search(module.read_text(encoding="utf-8")))
 
 
+# What a slow test costs against a quick one, for the order in which the scopes are handed out.
+SLOW_WEIGHT = 30
+
+
+@functools.cache
+def slow_tests(module: Path) -> frozenset[str] | None:
+    """The names of a module's tests marked slow, or None when its `pytestmark` marks them all."""
+    tree = ast.parse(module.read_text(encoding="utf-8"))
+    slow = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "pytestmark" for t in node.targets):
+            if "mark.slow" in ast.unparse(node.value):
+                return None
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            if any("mark.slow" in ast.unparse(decorator) for decorator in node.decorator_list):
+                slow.add(node.name)
+    return frozenset(slow)
+
+
+def expected_cost(rootpath: Path, nodeid: str) -> int:
+    """A test's rough cost for scheduling: SLOW_WEIGHT if it is marked slow, else 1."""
+    module, _, name = nodeid.partition("::")
+    slow = slow_tests(rootpath / module)
+    return SLOW_WEIGHT if slow is None or name.split("::")[-1].split("[")[0] in slow else 1
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """`--dist loadscope` (.ci/test): each module's tests in one worker, so that its module
-    fixtures are set up once; and one scope for all the modules that use the shared session
-    fixtures. (xdist's own `loadgroup` marks are ignored under pytest 9.2: pytest-xdist#1386.)"""
+    fixtures are set up once; one scope for all the modules that use the shared session
+    fixtures; and the costliest scopes handed out first, so that the run does not end with one
+    worker on a long module while the other idles (xdist orders them by their number of tests,
+    which puts a module of one minute-long test last). (xdist's own `loadgroup` marks are
+    ignored under pytest 9.2: pytest-xdist#1386.)"""
     if config.getvalue("dist") != "loadscope":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
     class Scheduling(LoadScopeScheduling):
+        ordered = False
+
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
             return "shared-session-fixtures" if uses_shared_session_fixtures(config.rootpath / module) else module
+
+        def _assign_work_unit(self, node) -> None:
+            if not self.ordered:  # the queue is whole on the first call (schedule())
+                cost = {
+                    scope: sum(expected_cost(config.rootpath, n) for n in unit)
+                    for scope, unit in self.workqueue.items()
+                }
+                queue = sorted(self.workqueue.items(), key=lambda item: -cost[item[0]])
+                self.workqueue.clear()
+                self.workqueue.update(queue)
+                self.ordered = True
+            super()._assign_work_unit(node)
 
     return Scheduling(config, log)
 

@@ -80,6 +80,7 @@ def test_bands_are_the_nearest_told_rating():
     ]
 
 
+@pytest.mark.slow
 def test_the_diagonal_is_the_best_cell_when_the_ratings_decide_the_opening(trained):
     model, _ = checkpoint.load_model(trained["v2"])
     games, _ = sample_test_games(trained["dataset"], None, seed=0)

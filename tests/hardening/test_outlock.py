@@ -121,6 +121,7 @@ def test_the_next_run_removes_what_a_killed_run_left(tmp_path):
     assert not any(path.exists() for path in left) and (out / "keep.json").is_file()
 
 
+@pytest.mark.slow
 def test_a_killed_self_play_leaves_no_weights_behind(tmp_path):
     """A real SelfPlayPool in a child process, killed while it holds its weights' folder: its
     worker dies with it (it used to wait on its own pipe forever, 360 MB of torch), and the next

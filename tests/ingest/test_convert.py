@@ -153,6 +153,7 @@ def test_filter_rows_keeps_what_arrow_filter_keeps(rows, skip):
     assert got["clocks"].null_count == expected["clocks"].null_count
 
 
+@pytest.mark.slow
 def test_dvc_repro_convert_in_a_fresh_repository(tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()

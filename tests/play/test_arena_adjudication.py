@@ -34,6 +34,7 @@ def games(model, stockfish):
     return play_match(model, Opponent.random(), config, stockfish)
 
 
+@pytest.mark.slow
 def test_verdicts_follow_the_judge_and_repeat(model, stockfish, games):
     again = play_match(
         model, Opponent.random(), ArenaConfig(games=8, max_plies=120, seed=2, adjudication=RULES), stockfish

@@ -91,6 +91,7 @@ def test_without_a_judge_the_ply_cap_is_a_draw():
     assert stats["judged_positions"] == 0 and stats["judge_seconds"] == 0.0
 
 
+@pytest.mark.slow
 def test_the_judge_ends_games_by_its_rules_and_decides_at_the_cap(stockfish):
     rules = Adjudication(every_plies=3, judge_nodes=500)
     cfg = SelfPlayConfig(games=12, max_plies=100, seed=1, adjudication=rules, stockfish=stockfish)
@@ -139,6 +140,7 @@ def _best_move(model: GPT, moves: tuple[str, ...]) -> str:
     return best
 
 
+@pytest.mark.slow
 def test_against_an_opponent_each_side_plays_its_own_moves_and_colours_alternate():
     model, opponent = _model(2), _model(3)
     records, stats = play_games(model, opponent, SelfPlayConfig(games=4, temperature=0.0, max_plies=16))

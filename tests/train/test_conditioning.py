@@ -86,6 +86,7 @@ def trained(request, tmp_path_factory) -> Trained:
     return Trained(output, request.param)
 
 
+@pytest.mark.slow
 def test_the_model_plays_the_opening_of_the_rating_it_is_told(trained):
     model, payload = checkpoint.load_model(trained.output / "best.pt")
     assert model.config.conditioning and model.config.skill_inputs is trained.skill_inputs
