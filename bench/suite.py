@@ -22,6 +22,7 @@ import argparse
 import os
 import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -54,7 +55,7 @@ def clone(commit: str, workdir: Path) -> Path:
     full = git("rev-parse", "--verify", f"{commit}^{{commit}}")
     path = workdir / full[:12]
     if not (path / ".git").is_dir() or git("rev-parse", "HEAD", cwd=path) != full:
-        subprocess.run(["rm", "-rf", str(path)], check=True)
+        shutil.rmtree(path, ignore_errors=True)
         subprocess.run(["git", "clone", "-q", "--no-local", str(ROOT), str(path)], check=True)
         subprocess.run(["git", "-c", "advice.detachedHead=false", "checkout", "-q", full], cwd=path, check=True)
     print(f"set-up of {commit} ({full[:12]}) in {path} ...", flush=True)
