@@ -49,16 +49,23 @@ def git(*args: str, cwd: Path = ROOT) -> str:
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
 
 
-def clone(commit: str, workdir: Path) -> Path:
-    """A clean clone of this repository at `commit`, set up by its own `make setup` (reused when
-    already there at that commit)."""
-    full = git("rev-parse", "--verify", f"{commit}^{{commit}}")
+def resolve(commit: str) -> str:
+    """The full hash of `commit`, or a clear exit where this clone does not have it."""
+    try:
+        return git("rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}")
+    except subprocess.CalledProcessError:
+        sys.exit(f"bench/suite.py: {commit} is not a commit of {ROOT} (a shallow clone? `git fetch --unshallow`)")
+
+
+def clone(full: str, workdir: Path) -> Path:
+    """A clean clone of this repository at commit `full`, set up by its own `make setup` (reused
+    when already there at that commit)."""
     path = workdir / full[:12]
     if not (path / ".git").is_dir() or git("rev-parse", "HEAD", cwd=path) != full:
         shutil.rmtree(path, ignore_errors=True)
         subprocess.run(["git", "clone", "-q", "--no-local", str(ROOT), str(path)], check=True)
         subprocess.run(["git", "-c", "advice.detachedHead=false", "checkout", "-q", full], cwd=path, check=True)
-    print(f"set-up of {commit} ({full[:12]}) in {path} ...", flush=True)
+    print(f"set-up of {full[:12]} in {path} ...", flush=True)
     subprocess.run(["make", "setup"], cwd=path, env=environment(), check=True, stdout=subprocess.DEVNULL)
     return path
 
@@ -112,12 +119,15 @@ def main(argv: list[str] | None = None) -> int:
         "--workdir", type=Path, help="where the clones and logs go (a new temp folder by default; give one to reuse)"
     )
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error("--rounds must be 1 or more")
+    commits = [resolve(args.current), resolve(args.baseline)]  # both before the first set-up
     if git("status", "--porcelain", "--untracked-files=no"):
         print("note: the working tree has uncommitted changes; they are not measured", file=sys.stderr)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="suite-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
     names = (f"current {args.current}", f"baseline {args.baseline}")
-    paths = {names[0]: clone(args.current, workdir), names[1]: clone(args.baseline, workdir)}
+    paths = {name: clone(full, workdir) for name, full in zip(names, commits)}
     runs = []
     for round_ in range(args.rounds):
         order = names if round_ % 2 == 0 else names[::-1]
