@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import resource
 import shutil
 import statistics
 import subprocess
@@ -32,6 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from chesscore.pipeline.curve import cpu_seconds  # noqa: E402
+
 BASELINE = "ce92e5a"  # the suite issue 13 measured: 220 passed, 81 skipped, 6:20 on a clean clone
 PYTEST_LINE = re.compile(r"=+ (.*\b(?:passed|failed|error)\b.*) =+\s*$")
 
@@ -39,6 +42,7 @@ PYTEST_LINE = re.compile(r"=+ (.*\b(?:passed|failed|error)\b.*) =+\s*$")
 @dataclass(frozen=True)
 class Run:
     contender: str
+    round: int
     wall: float  # seconds of `make test`
     cpu: float  # user + sys seconds of every process it waited for
     summary: str  # pytest's last line, e.g. "721 passed, 210 warnings in 354.0s"
@@ -77,26 +81,22 @@ def environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in dropped and not k.startswith("PYTEST_")}
 
 
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def time_suite(contender: str, path: Path, log: Path) -> Run:
+def time_suite(contender: str, round_: int, path: Path, log: Path) -> Run:
     """`make test` in the clone, its output to `log`."""
-    cpu, start = children_cpu(), time.monotonic()
+    cpu, start = cpu_seconds(), time.monotonic()
     with open(log, "w") as out:
         done = subprocess.run(["make", "test"], cwd=path, env=environment(), stdout=out, stderr=subprocess.STDOUT)
-    wall, cpu = time.monotonic() - start, children_cpu() - cpu
+    wall, cpu = time.monotonic() - start, cpu_seconds() - cpu
     lines = [m.group(1) for line in log.read_text(errors="replace").splitlines() if (m := PYTEST_LINE.match(line))]
-    return Run(contender, wall, cpu, lines[-1] if lines else "(no pytest summary: see the log)", done.returncode)
+    summary = lines[-1] if lines else "(no pytest summary: see the log)"
+    return Run(contender, round_, wall, cpu, summary, done.returncode)
 
 
 def report(runs: list[Run], names: tuple[str, str]) -> None:
     current, baseline = names
     print(f"\n{'contender':<28} {'round':>5} {'wall s':>8} {'CPU s':>8}  pytest")
-    for i, run in enumerate(runs):
-        print(f"{run.contender:<28} {i // 2 + 1:>5} {run.wall:>8.1f} {run.cpu:>8.1f}  {run.summary}")
+    for run in runs:
+        print(f"{run.contender:<28} {run.round:>5} {run.wall:>8.1f} {run.cpu:>8.1f}  {run.summary}")
     walls = {name: [r.wall for r in runs if r.contender == name] for name in names}
     best = {name: min(walls[name]) for name in names}
     pairs = [c / b for c, b in zip(walls[current], walls[baseline])]
@@ -129,13 +129,13 @@ def main(argv: list[str] | None = None) -> int:
     names = (f"current {args.current}", f"baseline {args.baseline}")
     paths = {name: clone(full, workdir) for name, full in zip(names, commits)}
     runs = []
-    for round_ in range(args.rounds):
-        order = names if round_ % 2 == 0 else names[::-1]
+    for round_ in range(1, args.rounds + 1):
+        order = names if round_ % 2 == 1 else names[::-1]
         timed = {}
         for name in order:
-            log = workdir / f"round{round_ + 1}-{name.split()[0]}.log"
-            print(f"round {round_ + 1}: {name}: make test (log: {log}) ...", flush=True)
-            timed[name] = time_suite(name, paths[name], log)
+            log = workdir / f"round{round_}-{name.split()[0]}.log"
+            print(f"round {round_}: {name}: make test (log: {log}) ...", flush=True)
+            timed[name] = time_suite(name, round_, paths[name], log)
             print(f"  {timed[name].wall:.0f} s wall, {timed[name].cpu:.0f} CPU s: {timed[name].summary}", flush=True)
         runs += [timed[name] for name in names]  # current first in each round, whichever ran first
     report(runs, names)
