@@ -183,7 +183,7 @@ def test_same_seed_gives_the_same_bytes_whatever_the_worker_count(small, tmp_pat
 def test_another_seed_gives_other_games(small, tmp_path, stockfish):
     path, _ = small
     other = tmp_path / "c.pgn.zst"
-    generate(SampleConfig(out=other, games=16, seed=12, workers=2, stockfish=stockfish))
+    generate(SampleConfig(out=other, games=8, seed=12, workers=1, stockfish=stockfish))
     ours, theirs = raw_games(read_zst(path)), raw_games(read_zst(other))
     assert {t["Site"] for _, t, _ in ours}.isdisjoint({t["Site"] for _, t, _ in theirs})
     assert [m for *_, m in ours] != [m for *_, m in theirs]
