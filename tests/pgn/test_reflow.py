@@ -55,10 +55,25 @@ class Recorder(chess.pgn.BaseVisitor):
         return self.events
 
 
-def events(text: str):
+class Tokens(Recorder):
+    """The reader's events with each SAN token as written, not played: python-chess's reading is
+    a function of these events (the tags, moves, comments, NAGs, variations and results in
+    order), so equal tokens read equally. A null move stands in for each move, so nothing is
+    replayed, and nothing after an illegal move is skipped: stricter than the reading, and 8
+    CPU s on the sample against the reading's 20."""
+
+    def parse_san(self, board, san):
+        self.events.append(("san", san))
+        return chess.Move.null()
+
+    def visit_move(self, board, move):
+        pass
+
+
+def events(text: str, visitor: type[Recorder] = Recorder):
     handle = io.StringIO(text)
     games = []
-    while (game := chess.pgn.read_game(handle, Visitor=Recorder)) is not None:
+    while (game := chess.pgn.read_game(handle, Visitor=visitor)) is not None:
         games.append(game)
     return games
 
@@ -134,5 +149,5 @@ def test_every_game_of_the_embedded_sample_reads_the_same():
     texts = [game.data.decode("utf-8", "replace") for game in split_games(read_blocks(SAMPLE))]
     changed = [text for text in texts if reflow(text) != text]
     assert len(changed) > len(texts) // 2  # most Lichess games have clock comments
-    for text in changed:
-        assert events(reflow(text)) == events(text)
+    for text in changed:  # about 200,000 moves: their tokens, not a replay of each twice
+        assert events(reflow(text), Tokens) == events(text, Tokens)
