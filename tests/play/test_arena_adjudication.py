@@ -3,8 +3,6 @@ which rule fired, the same games twice, and the stage refusing to run without St
 
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import chess
@@ -16,6 +14,7 @@ from chesscore import checkpoint, failures
 from chesscore.model import CONFIGS, GPT
 from chesscore.play.adjudication import Adjudication, score_text
 from chesscore.play.arena import ArenaConfig, Opponent, pgn_text, play_match, summarise
+from tests.inprocess import run_module
 from tests.play.test_arena import _arena  # the stage, with tmp_path/params.yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,8 +110,6 @@ arena:
 
     bad = tmp_path / "bad.yaml"
     bad.write_text((tmp_path / "params.yaml").read_text().replace("judge_nodes: 300", "judge_nodes: 0"))
-    refused = subprocess.run(
-        [sys.executable, "-m", "stages.arena", "--params", str(bad)], cwd=ROOT, capture_output=True, text=True
-    )
+    refused = run_module("stages.arena", "--params", bad, cwd=ROOT)
     assert refused.returncode == failures.REFUSED and "arena.adjudication" in refused.stderr
     assert "judge_nodes must be >= 1" in refused.stderr
