@@ -151,6 +151,9 @@ def test_handicapped_stockfish_is_reproducible_and_weaker(stockfish):
                 + [engine_run.play(p, game="g")[0] for p in positions]
             )
     assert runs[0] == runs[1]
+    evens = sum(p.ply() % 2 == 0 for p in positions)  # asked first, backwards: the order does not matter
+    forwards = [move for p, move in zip(positions, runs[0][evens:]) if p.ply() % 2 == 0]
+    assert runs[0][:evens][::-1] == forwards
     with Stockfish(stockfish, StockfishLevel("full", skill=20, movetime_ms=None, nodes=2000)) as strongest:
         best = [strongest.engine.analyse(p, chess.engine.Limit(depth=1))["pv"][0] for p in positions]
     assert sum(mine != top for mine, top in zip(runs[0][-len(positions) :], best)) >= 3

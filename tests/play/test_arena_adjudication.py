@@ -12,8 +12,9 @@ import torch
 
 from chesscore import checkpoint, failures
 from chesscore.model import CONFIGS, GPT
-from chesscore.play.adjudication import Adjudication, score_text
+from chesscore.play.adjudication import Adjudication, pgn_tags, score_text
 from chesscore.play.arena import ArenaConfig, Opponent, pgn_text, play_match, summarise
+from chesscore.play.endings import RULES as ENDINGS_BY_THE_RULES
 from tests.inprocess import run_module
 from tests.play.test_arena import _arena  # the stage, with tmp_path/params.yaml
 
@@ -61,21 +62,34 @@ def test_verdicts_follow_the_judge_and_repeat(model, stockfish, games):
 
 def test_pgn_names_the_rule_and_the_judges_score(games):
     parsed = io.StringIO(pgn_text([(Opponent.random(), games)], "tiny"))
+    adjudicated = 0
     for game in games:
         headers = chess.pgn.read_game(parsed).headers
         if game.termination in ("resign_rule", "draw_rule", "ply_cap"):
             rule = {"resign_rule": "resign", "draw_rule": "draw", "ply_cap": "ply_cap"}[game.termination]
             assert headers["Termination"] == "adjudication" and headers["AdjudicationRule"] == rule
             assert headers["JudgeScore"] == score_text(game.judge_score)
+            adjudicated += 1
         else:
             assert headers["Termination"] == "normal" and "AdjudicationRule" not in headers
+    assert adjudicated >= 1
+    # The fixture's games are all adjudicated: the endings by the rules, tagged directly.
+    for ending in ENDINGS_BY_THE_RULES:
+        assert pgn_tags(ending, None) == {"Termination": "normal"}, ending
 
 
 def test_without_a_judge_the_cap_is_a_draw_and_nothing_ends_early(model):
     config = ArenaConfig(games=2, max_plies=30, adjudication=Adjudication(enabled=False))
     games = play_match(model, Opponent.random(), config)  # no Stockfish needed at all
     assert all(g.judged == 0 and g.judge_score is None for g in games)
-    assert all(g.result == "1/2-1/2" for g in games if g.termination == "ply_cap")
+    for game in games:  # at the cap, or where the rules end the game: nothing earlier
+        board = chess.Board()
+        for move in game.moves:
+            board.push_uci(move)
+        if game.termination == "ply_cap":
+            assert len(game.moves) == 30 and game.result == "1/2-1/2"
+        else:
+            assert board.is_game_over(claim_draw=True), game.termination
 
 
 @pytest.mark.slow

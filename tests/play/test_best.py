@@ -6,18 +6,18 @@ import random
 import torch
 
 from chesscore.model import CONFIGS, GPT, GPTConfig
-from chesscore.play.best import best_moves
+from chesscore.play.best import best_moves, ranked_moves
 from chesscore.play.moves import ModelPlayer, Sampler, choose_moves, play_mask
-from chesscore.tokens import State, encode_game, encode_move
+from chesscore.tokens import NO_PROMOTION, State, encode_game, encode_move
 
 PROMOTING = "b2b4 b8c6 b4b5 a7a6 b5a6 c6e5 a6b7 e5c4".split()  # White's b7 pawn may promote three ways
 
 
 @torch.no_grad()
-def _exact_best(model: GPT, moves: list[str]) -> tuple[int, int, int]:
-    """The legal move of highest probability, every one scored by full forwards."""
+def _exact_log_probs(model: GPT, moves: list[str]) -> dict[tuple[int, int, int], float]:
+    """Every legal move's log-probability, each scored by full forwards."""
     state, prefix = State.from_moves(moves), encode_game(moves)[:-1]
-    best, best_lp = None, -float("inf")
+    scores = {}
     for move in state.legal_moves():
         tokens, lp, scratch = list(encode_move(move)), 0.0, State.from_moves(moves)
         for i, token in enumerate(tokens):
@@ -25,9 +25,14 @@ def _exact_best(model: GPT, moves: list[str]) -> tuple[int, int, int]:
             mask = torch.tensor(play_mask(scratch))
             lp += float(torch.log_softmax(logits.masked_fill(~mask, float("-inf")), -1)[token])
             scratch.feed(token)
-        if lp > best_lp:
-            best, best_lp = tuple(tokens), lp
-    return best
+        scores[tuple(tokens)] = lp
+    return scores
+
+
+def _exact_best(model: GPT, moves: list[str]) -> tuple[int, int, int]:
+    """The legal move of highest probability."""
+    scores = _exact_log_probs(model, moves)
+    return max(scores, key=scores.get)
 
 
 def _games(count: int, seed: int) -> list[list[str]]:
@@ -55,6 +60,12 @@ def test_best_first_finds_the_most_likely_legal_move_and_leaves_the_players_alon
         states = [State.from_moves(moves) for moves in games]
         found = best_moves([state.legal_moves() for state in states], [player], [0] * len(games))
         assert found == [_exact_best(model, moves) for moves in games]
+        # The promotions' own probabilities, though no model here likes a promotion best.
+        exact = _exact_log_probs(model, PROMOTING)
+        candidates = [states[0].legal_moves()] + [None] * (len(games) - 1)
+        ranked = dict(ranked_moves(candidates, [player], [0] * len(games), len(exact))[0])
+        assert ranked.keys() == exact.keys() and sum(move[2] != NO_PROMOTION for move in exact) == 12
+        assert all(abs(ranked[move] - exact[move]) < 1e-4 for move in exact)
         assert torch.equal(player.cache.lengths, lengths) and torch.equal(player.logits, logits)
         # choose_moves at temperature 0 plays exactly these moves, and stays in step afterwards.
         played, _ = choose_moves(states, [player], [0] * len(games), Sampler(0.0))

@@ -54,18 +54,20 @@ def test_full_games_through_python_chess_against_random_and_stockfish(tiny_check
         assert engine.id["name"].startswith("chesscore tiny.pt")
         engine.configure({"Temperature": "1.0", "Seed": 5})
         for opponent, model_white in (("random", True), ("random", False), ("stockfish", True)):
-            board = chess.Board()
+            board, noted = chess.Board(), []
             while not board.is_game_over(claim_draw=True) and board.ply() < 400:
                 if board.turn == model_white:
-                    result = engine.play(board, chess.engine.Limit(time=0.5), game=opponent + str(model_white))
+                    game = opponent + str(model_white)
+                    result = engine.play(board, chess.engine.Limit(time=0.5), game=game, info=chess.engine.INFO_BASIC)
                     assert result.move in board.legal_moves
+                    noted.append((board.ply(), "longer than the model's context" in result.info.get("string", "")))
                     move = result.move
                 elif opponent == "random":
                     move = rng.choice(list(board.legal_moves))
                 else:
                     move, _ = stockfish.play(board)
                 board.push(move)
-            assert board.is_game_over(claim_draw=True) or board.ply() >= 340  # past the context: fallback moves
+            assert all(past == (ply > 340) for ply, past in noted)  # past tiny's context it says so, then falls back
             if opponent == "stockfish":
                 assert board.outcome(claim_draw=True).winner is not model_white  # random weights lose
 
