@@ -17,6 +17,7 @@ from tests.inprocess import run_module
 PAGES = [PROJECT / "README.md", PROJECT / "bench" / "README.md", *sorted((PROJECT / "docs").glob("*.md"))]
 # `python -m module args...` or torchrun's `-m module args...`, up to a comment, a pipe or the end
 COMMAND = re.compile(r"(?:python|torchrun[^`\n]*?) -m ([a-z_][a-z_.]*)((?: +[^\s#`|&;)]+)*)")
+INLINE = re.compile(r"(?<!`)`[^`]+`(?!`)")  # `code` in a paragraph, which may wrap across lines
 RENAMED = {"chesscore.uci"}  # named by the changelog as gone
 
 
@@ -24,7 +25,8 @@ def shown_commands() -> list[tuple[str, str, tuple[str, ...]]]:
     """(page, module, arguments) of every command the pages show."""
     found = []
     for page in PAGES:
-        text = page.read_text(encoding="utf-8")
+        text = re.sub(r"\\\n[ \t]*", " ", page.read_text(encoding="utf-8"))  # a shell line continued
+        text = INLINE.sub(lambda code: code.group(0).replace("\n", " "), text)  # inline code wrapped in prose
         for match in COMMAND.finditer(text):
             module, rest = match.group(1).rstrip("."), match.group(2)
             if module in RENAMED or "<" in rest or text[match.end(1) : match.end(1) + 1] == "<":

@@ -85,6 +85,16 @@ def test_checkpoint_round_trip_loads_with_weights_only(tmp_path):
     torch.testing.assert_close(loaded(tokens), model(tokens))
 
 
+class Smuggled:
+    """A class torch's weights_only unpickler does not allow: unpickling it could run code."""
+
+
+def test_a_checkpoint_holding_any_other_object_is_refused(tmp_path):
+    torch.save({"format": checkpoint.FORMAT, "payload": Smuggled()}, tmp_path / "evil.pt")
+    with pytest.raises(checkpoint.CheckpointError, match="evil.pt: not a loadable checkpoint"):
+        checkpoint.load(tmp_path / "evil.pt")
+
+
 def test_damaged_checkpoint_is_a_clear_error(tmp_path):
     path = tmp_path / "bad.pt"
     path.write_bytes(b"not a checkpoint")

@@ -26,3 +26,4 @@ def test_a_refusal_lists_at_most_twelve_keys_and_counts_the_rest():
         check_identity(Path("last.pt"), saved, current)
     message = str(refused.value)
     assert "48 key(s): k00, k01" in message and "k11, ... (36 more)" in message and "k12," not in message
+    assert "k05: checkpoint 5, this run -6; ..." in message and "k06:" not in message  # six value pairs

@@ -132,9 +132,8 @@ def test_a_missing_checkpoint_is_reported_missing(damaged: Path) -> None:
         found = find(tree, "data/train/best.pt  [checkpoint]")
         assert found and all(node["status"] == "MISSING" for node in found)
         named = " ".join(node["detail"] for node in found)
-        assert (
-            "data/evaluate/evaluation.json" in named
-        )  # the record that names it and "dvc.lock (evaluate deps)" in named
+        # the record that names it, and dvc.lock's deps of the evaluate stage
+        assert "data/evaluate/evaluation.json" in named and "dvc.lock (evaluate deps)" in named, named
         done = run([sys.executable, "-m", "chesscore.lineage", "audit", "data/train/best.pt"], damaged, check=False)
         assert done.returncode == 1
         assert done.stdout.startswith("MISSING  data/train/best.pt")
