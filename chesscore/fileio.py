@@ -30,6 +30,11 @@ _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
+# Called with the final path once a file's temporary copy is whole, just before the rename: the
+# crash tests' `kill-at-write` fault (chesscore.cli.faults) kills the process there.
+before_rename: Callable[[Path], None] | None = None
+
+
 class DiskFull(Temporary):
     """The disk, a quota or a file size limit ran out while writing: nothing was left under the
     final name, and the same run may pass once space is freed."""
@@ -48,6 +53,8 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], Any]) -> 
             write(f)
             f.flush()
             os.fsync(f.fileno())
+        if before_rename is not None:
+            before_rename(path)
         os.replace(tmp, path)
         fsync_dir(path.parent)  # the rename itself lives in the folder: without this it may be lost
     except BaseException as error:

@@ -5,6 +5,7 @@ unless the environment variable CHESSCORE_FAULT names the stage:
 
     CHESSCORE_FAULT=train:kill dvc repro                  # SIGKILL at start (a retry may pass)
     CHESSCORE_FAULT=train:kill-after=2.5 dvc repro        # SIGKILL 2.5 s into the stage (mid-way)
+    CHESSCORE_FAULT=arena:kill-at-write=2 dvc repro       # SIGKILL as its 2nd file is renamed into place
     CHESSCORE_FAULT=convert:exit=75 dvc repro             # exit with a code (75: temporary)
     CHESSCORE_FAULT=validate:bad-input dvc repro          # raise BadInput (not retryable)
     CHESSCORE_FAULT=evaluate:oom,arena:kill dvc repro     # several rules; "*" matches every stage
@@ -23,11 +24,12 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from chesscore import fileio
 from chesscore.failures import BadInput
 
 ENV = "CHESSCORE_FAULT"
 ONCE_ENV = "CHESSCORE_FAULT_ONCE"
-ACTIONS = ("kill", "kill-after", "exit", "oom", "bad-input")
+ACTIONS = ("kill", "kill-after", "kill-at-write", "exit", "oom", "bad-input")
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,7 @@ class Fault:
 
     stage: str  # a stage name, or "*" for every stage
     action: str  # one of ACTIONS
-    argument: float | None = None  # seconds for kill-after, the code for exit
+    argument: float | None = None  # seconds for kill-after, the write's number for kill-at-write, the code for exit
 
 
 def parse(spec: str) -> list[Fault]:
@@ -50,13 +52,15 @@ def parse(spec: str) -> list[Fault]:
                 f"{ENV}: bad rule {item!r}; expected <stage>:<action>[=<value>] "
                 f"with an action among {', '.join(ACTIONS)}"
             )
-        needs_arg = action in ("kill-after", "exit")
+        needs_arg = action in ("kill-after", "kill-at-write", "exit")
         if needs_arg != bool(has_arg):
             raise ValueError(f"{ENV}: rule {item!r}: {action} {'needs' if needs_arg else 'takes no'} =<value>")
         try:
             value = float(argument) if has_arg else None
         except ValueError:
             raise ValueError(f"{ENV}: rule {item!r}: {argument!r} is not a number") from None
+        if action == "kill-at-write" and (value is None or value < 1 or value != int(value)):
+            raise ValueError(f"{ENV}: rule {item!r}: kill-at-write counts files from 1")
         rules.append(Fault(stage, action, value))
     return rules
 
@@ -80,6 +84,21 @@ def _kill_self() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+def _kill_at_write(number: int) -> None:
+    """SIGKILL as the process's `number`-th atomic write (chesscore.fileio.atomic_write) is about
+    to rename its whole temporary file into place: the earlier files are done, this one is not."""
+    written = 0
+
+    def before_rename(path: Path) -> None:
+        nonlocal written
+        written += 1
+        if written == number:
+            print(f"killed before renaming {path} into place", file=sys.stderr)
+            _kill_self()
+
+    fileio.before_rename = before_rename
+
+
 def inject(stage: str) -> None:
     """Fire the fault CHESSCORE_FAULT names for `stage`, if any (first matching rule)."""
     spec = os.environ.get(ENV, "")
@@ -97,6 +116,8 @@ def inject(stage: str) -> None:
         timer = threading.Timer(rule.argument, _kill_self)
         timer.daemon = True
         timer.start()
+    elif rule.action == "kill-at-write":
+        _kill_at_write(int(rule.argument))
     elif rule.action == "exit":
         sys.exit(int(rule.argument))
     elif rule.action == "oom":

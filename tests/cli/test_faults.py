@@ -102,6 +102,28 @@ def test_kill_after_kills_mid_way(tmp_path: Path) -> None:
     assert "injected fault kill-after=0.5" in done.stderr
 
 
+def test_kill_at_write_kills_as_that_file_is_renamed_into_place(tmp_path: Path) -> None:
+    script = tmp_path / "writes.py"
+    script.write_text(
+        "from chesscore.cli.runner import run_stage\nfrom chesscore.fileio import atomic_write_text\n"
+        "def main():\n    for name in 'abc':\n        atomic_write_text(name + '.txt', name * 1000)\n"
+        "run_stage('writes', main)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"CHESSCORE_FAULT": "writes:kill-at-write=2"},
+    )
+    assert done.returncode == -9 and "injected fault kill-at-write=2" in done.stderr
+    assert (tmp_path / "a.txt").read_text() == "a" * 1000  # the first file is done
+    assert not (tmp_path / "b.txt").exists() and not (tmp_path / "c.txt").exists()
+    [partial] = tmp_path.glob(".b.txt.*.tmp")  # the second, whole, under its temporary name only
+    assert partial.read_text() == "b" * 1000
+
+
 @pytest.mark.parametrize(
     "spec, problem",
     [
@@ -110,6 +132,9 @@ def test_kill_after_kills_mid_way(tmp_path: Path) -> None:
         ("train:exit", "needs =<value>"),
         ("train:kill=3", "takes no =<value>"),
         ("train:kill-after=soon", "is not a number"),
+        ("train:kill-at-write", "needs =<value>"),
+        ("train:kill-at-write=0", "counts files from 1"),
+        ("train:kill-at-write=1.5", "counts files from 1"),
     ],
 )
 def test_malformed_fault_rules_are_errors(spec: str, problem: str) -> None:

@@ -1,6 +1,11 @@
 """SIGKILL of each real stage mid-way, then a rerun: no half-written file is ever visible under
 its final name, and the rerun's outputs are byte-identical to the uninterrupted run's (on a copy
-of the session's pipeline run, tests/pipeline_fixtures.py)."""
+of the session's pipeline run, tests/pipeline_fixtures.py).
+
+Train is killed mid-training (its checkpoints are written all along); every other stage writes its
+outputs at its end, so it is killed there: as its second file is about to be renamed into place
+(CHESSCORE_FAULT's kill-at-write), with the first one done and the second whole under its
+temporary name only (a stage that builds a folder does that inside the folder's staging copy)."""
 
 from __future__ import annotations
 
@@ -53,24 +58,29 @@ def assert_complete(path: Path) -> None:
         assert data.endswith(b"\n"), path
 
 
-def dvc_repro_killed(repo: Path, stage: str, delay: float, persist: list[Path]) -> tuple[str, float]:
-    """`dvc repro --force` of one stage with a SIGKILL `delay` seconds in; if the stage finished
-    first (a faster machine), try again sooner. Returns DVC's output and the delay that hit."""
+def dvc_repro_faulted(repo: Path, stage: str, fault: str) -> tuple[str, int]:
+    """`dvc repro --force` of one stage under CHESSCORE_FAULT=stage:fault: DVC's output and exit code."""
+    done = dvc(
+        repo, "repro", "--force", "--single-item", stage, check=False, env={"CHESSCORE_FAULT": f"{stage}:{fault}"}
+    )
+    return done.stdout + done.stderr, done.returncode
+
+
+def dvc_repro_killed(repo: Path, stage: str, delay: float, persist: list[Path]) -> tuple[str, str]:
+    """`dvc repro --force` of one stage, SIGKILLed mid-way: train `delay` seconds in (if it
+    finished first, on a faster machine, sooner), any other stage at its second write. Returns
+    DVC's output and the fault that hit."""
+    if stage != "train":
+        output, code = dvc_repro_faulted(repo, stage, "kill-at-write=2")
+        assert code != 0, f"{stage} finished before its second write:\n{output[-2000:]}"
+        return output, "kill-at-write=2"
     for _ in range(6):
-        delay = round(delay, 2)
         for path in persist:  # a resumable stage keeps these; the killed run starts afresh as the first did
             path.unlink(missing_ok=True)
-        done = dvc(
-            repo,
-            "repro",
-            "--force",
-            "--single-item",
-            stage,
-            check=False,
-            env={"CHESSCORE_FAULT": f"{stage}:kill-after={delay:.2f}"},
-        )
-        if done.returncode != 0:
-            return done.stdout + done.stderr, delay
+        fault = f"kill-after={round(delay, 2):g}"
+        output, code = dvc_repro_faulted(repo, stage, fault)
+        if code != 0:
+            return output, fault
         delay = max(delay / 2, 0.01)
     raise AssertionError(f"{stage} always finished before the SIGKILL")
 
@@ -80,12 +90,14 @@ def test_sigkill_mid_stage_then_rerun_is_byte_identical(pipeline_run: PipelineRu
     repo = copy_tree(pipeline_run.repo, tmp_path / "repo")
     outs = stage_outs(repo, stage)
     persist = [repo / out["path"] for out in outs if (repo / out["path"]).suffix == ".pt"]
-    output, delay = dvc_repro_killed(repo, stage, 0.3 * pipeline_run.seconds[stage], persist)
-    assert f"injected fault kill-after={delay:g}" in output
+    output, fault = dvc_repro_killed(repo, stage, 0.3 * pipeline_run.seconds[stage], persist)
+    assert f"injected fault {fault}" in output
     # -9 where DVC's shell execs the command, 137 (128 + SIGKILL) where the shell waits on it
     assert re.search(rf"failed to reproduce '{stage}'.*exited with (-9|137)\b", output), output[-2000:]
 
     left = files_under(repo, outs)
+    temporaries = [p for p in repo.rglob(".*.tmp") if ".dvc" not in p.parts]  # files, or a folder's staging copy
+    assert left or temporaries, f"{stage}: killed before it wrote anything, so nothing here was checked"
     for path in left:
         if TEMPORARY.match(path.name):
             continue  # a temporary name, never a final one
