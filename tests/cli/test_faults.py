@@ -85,38 +85,33 @@ def test_faults_fire_for_their_stage_only_and_once(tmp_path: Path) -> None:
     assert run_stage(tmp_path, "ok", CHESSCORE_FAULT="toy:bad-input").returncode == failures.BAD_INPUT
 
 
-def test_kill_after_kills_mid_way(tmp_path: Path) -> None:
-    script = tmp_path / "slow.py"
-    script.write_text(
-        "import time\nfrom chesscore.cli.runner import run_stage\n"
-        "def main():\n    time.sleep(30)\nrun_stage('slow', main)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, str(script)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={"CHESSCORE_FAULT": "slow:kill-after=0.5"},
-    )
-    assert done.returncode == -9
-    assert "injected fault kill-after=0.5" in done.stderr
-
-
-def test_kill_at_write_kills_as_that_file_is_renamed_into_place(tmp_path: Path) -> None:
-    script = tmp_path / "writes.py"
-    script.write_text(
-        "from chesscore.cli.runner import run_stage\nfrom chesscore.fileio import atomic_write_text\n"
-        "def main():\n    for name in 'abc':\n        atomic_write_text(name + '.txt', name * 1000)\n"
-        "run_stage('writes', main)\n"
-    )
-    done = subprocess.run(
+def run_script(tmp_path: Path, source: str, fault: str) -> subprocess.CompletedProcess:
+    """A stage script run in tmp_path under CHESSCORE_FAULT=fault."""
+    script = tmp_path / "script.py"
+    script.write_text(source)
+    return subprocess.run(
         [sys.executable, str(script)],
         cwd=tmp_path,
         capture_output=True,
         text=True,
         timeout=60,
-        env={"CHESSCORE_FAULT": "writes:kill-at-write=2"},
+        env={"CHESSCORE_FAULT": fault},
     )
+
+
+def test_kill_after_kills_mid_way(tmp_path: Path) -> None:
+    source = "import time\nfrom chesscore.cli.runner import run_stage\ndef main():\n    time.sleep(30)\n"
+    done = run_script(tmp_path, source + "run_stage('slow', main)\n", "slow:kill-after=0.5")
+    assert done.returncode == -9
+    assert "injected fault kill-after=0.5" in done.stderr
+
+
+def test_kill_at_write_kills_as_that_file_is_renamed_into_place(tmp_path: Path) -> None:
+    source = (
+        "from chesscore.cli.runner import run_stage\nfrom chesscore.fileio import atomic_write_text\n"
+        "def main():\n    for name in 'abc':\n        atomic_write_text(name + '.txt', name * 1000)\n"
+    )
+    done = run_script(tmp_path, source + "run_stage('writes', main)\n", "writes:kill-at-write=2")
     assert done.returncode == -9 and "injected fault kill-at-write=2" in done.stderr
     assert (tmp_path / "a.txt").read_text() == "a" * 1000  # the first file is done
     assert not (tmp_path / "b.txt").exists() and not (tmp_path / "c.txt").exists()
