@@ -86,12 +86,33 @@ def test_a_killed_holder_releases_the_lock(tmp_path):
     outlock.release_output(out)
 
 
+def _has_open(pid: int, path: Path) -> bool:
+    """Whether process `pid` holds `path` open (its /proc/PID/fd links)."""
+    for fd in Path(f"/proc/{pid}/fd").glob("*"):
+        try:
+            if os.path.realpath(os.readlink(fd)) == os.path.realpath(path):
+                return True
+        except OSError:
+            continue  # closed meanwhile
+    return False
+
+
 def test_a_second_run_waits_for_the_first_when_asked(tmp_path):
     out = tmp_path / "out"
-    child = _hold_in_child(out, 2)
-    run = run_stage("stages.validate", "--raw", SAMPLE, "--out", out, "--no-progress", env={outlock.WAIT_ENV: "120"})
-    child.wait()
-    assert run.code == 0, run.stderr[-1500:]
+    first = _hold_in_child(out, 600)  # holds the folder until it is stopped
+    command = [sys.executable, "-m", "stages.validate", "--raw", str(SAMPLE), "--out", str(out), "--no-progress"]
+    env = {**os.environ, "PYTHONPATH": str(PROJECT), outlock.WAIT_ENV: "120"}
+    second = subprocess.Popen(command, cwd=PROJECT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not _has_open(second.pid, outlock.lock_path(out)):  # it has reached the lock the first one holds
+        assert second.poll() is None and time.monotonic() < deadline, second.communicate()[1][-1500:]
+        time.sleep(0.05)
+    time.sleep(0.5)
+    assert second.poll() is None  # waiting, not failing
+    first.terminate()
+    first.wait()
+    _, err = second.communicate(timeout=300)
+    assert second.returncode == 0, err[-1500:]
     assert (out / "games.arrow").is_file()
 
 
