@@ -87,7 +87,7 @@ def test_without_a_judge_the_cap_is_a_draw_and_nothing_ends_early(model):
         for move in game.moves:
             board.push_uci(move)
         if game.termination == "ply_cap":
-            assert len(game.moves) == 30 and game.result == "1/2-1/2"
+            assert len(game.moves) == config.max_plies and game.result == "1/2-1/2"
         else:
             assert board.is_game_over(claim_draw=True), game.termination
 
