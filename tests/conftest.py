@@ -29,9 +29,8 @@ def pytest_configure(config: pytest.Config) -> None:
     corpus.ENABLED = config.getoption("corpus") and corpus.available()
     # One OpenMP thread in every process the tests start (stages under DVC, UCI engines,
     # self-play workers), as in the workers themselves (one_torch_thread): two xdist workers
-    # already keep 2 cores busy, so a second thread per process only spins. On a 2-core machine
-    # `make test` took 965 CPU s and 8:50 without this, 864 CPU s and 8:00 with it. A value the
-    # caller exported wins.
+    # already keep 2 cores busy, so a second thread per process only spins (measured in
+    # bench/README.md, under bench/suite.py). A value the caller exported wins.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
