@@ -44,8 +44,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=tier)
 
 
-# Session fixtures of tests/pipeline_fixtures.py that take a minute to set up (the whole pipeline,
-# a Prefect server): a worker sets up each one it needs, so the modules using them share a worker.
+# Fixtures that take a minute to set up, once per worker that asks for them: the whole pipeline
+# (tests/pipeline_fixtures.py) and the Prefect server (tests/flows/conftest.py), so the modules
+# using them share a worker.
 SHARED_SESSION_FIXTURES = re.compile(r"\b(pipeline_run|prefect_server)\b")
 
 

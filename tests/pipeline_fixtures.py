@@ -1,11 +1,14 @@
-"""Shared fixtures of the orchestration tests: a real Prefect server on loopback, tiny DVC repos.
+"""Shared fixtures of the orchestration tests: tiny DVC repos, the whole pipeline once per session
+(pipeline_run) and a real Prefect server on loopback (running_prefect_server, which
+tests/flows/conftest.py holds for the flow tests only, so that it does not idle beside the rest).
 
-Imported by tests/test_flows*.py (and the pipeline tests). Session-scoped work is cached in this
-module's globals, so a fixture imported into several test modules still runs once per session.
+tests/conftest.py loads this module as a plugin. The pipeline run is also cached in this module's
+globals, so a fixture imported into several test modules still runs once per session.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -14,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,8 +33,6 @@ STAGES = ["validate", "convert", "train", "evaluate", "selfplay", "arena"]
 # Outputs that differ between two clean runs by design, so never compared byte for byte: the
 # wall-clock measurements in train's results/events, self-play's stats and the arena's timing.
 NOT_REPRODUCIBLE = re.compile(r"^data/(train/(results\.json|events\.jsonl)|selfplay/stats\.json|arena/timing\.json)")
-
-_SERVER: dict[str, Any] = {}
 
 # Server services no test needs, turned off: each costs CPU at start and on every loop while the
 # server idles for the session. Kept on: task_run_recorder (task run states, which the tests read,
@@ -160,14 +162,11 @@ def toy_repo(toy_template: Path, tmp_path: Path) -> Path:
     return copy_tree(toy_template, tmp_path / "repo")
 
 
-@pytest.fixture(scope="session")
-def prefect_server(tmp_path_factory: pytest.TempPathFactory):
-    """`prefect server start` on a free loopback port with a temporary PREFECT_HOME; yields the
-    environment a client needs (PREFECT_API_URL, PREFECT_HOME) and stops the server at the end."""
-    if _SERVER:
-        yield _SERVER["env"]
-        return
-    home = tmp_path_factory.mktemp("prefect-home")
+@contextlib.contextmanager
+def running_prefect_server(home: Path) -> Iterator[dict[str, str]]:
+    """`prefect server start` on a free loopback port with PREFECT_HOME `home`; yields the
+    environment a client needs (PREFECT_API_URL, PREFECT_HOME) and stops the server on exit.
+    (tests/flows/conftest.py holds it for the flow tests.)"""
     port = free_port()
     env = {
         **os.environ,
@@ -177,38 +176,34 @@ def prefect_server(tmp_path_factory: pytest.TempPathFactory):
         "PREFECT_API_URL": "",
         **{f"PREFECT_SERVER_SERVICES_{name}_ENABLED": "false" for name in SERVICES_OFF},
     }
-    log = open(home / "server.log", "w")
-    server = subprocess.Popen(
-        [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    api = f"http://127.0.0.1:{port}/api"
-    deadline = time.monotonic() + 120
-    while True:
+    with open(home / "server.log", "w") as log:
+        server = subprocess.Popen(
+            [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
-            if httpx.get(f"{api}/health", timeout=2).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if server.poll() is not None or time.monotonic() > deadline:
-            server.kill()
-            raise RuntimeError(f"prefect server did not start:\n{(home / 'server.log').read_text()[-3000:]}")
-        time.sleep(0.3)
-    _SERVER["env"] = {"PREFECT_API_URL": api, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
-    try:
-        yield _SERVER["env"]
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
-        log.close()
-        _SERVER.clear()
+            api = f"http://127.0.0.1:{port}/api"
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    if httpx.get(f"{api}/health", timeout=2).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"prefect server did not start:\n{(home / 'server.log').read_text()[-3000:]}")
+                time.sleep(0.3)
+            yield {"PREFECT_API_URL": api, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+        finally:
+            os.killpg(server.pid, signal.SIGTERM)
+            try:
+                server.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
+                server.wait()
 
 
 class Api:
