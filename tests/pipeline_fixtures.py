@@ -197,8 +197,9 @@ def running_prefect_server(home: Path) -> Iterator[dict[str, str]]:
                     raise RuntimeError(f"prefect server did not start:\n{(home / 'server.log').read_text()[-3000:]}")
                 time.sleep(0.3)
             yield {"PREFECT_API_URL": api, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
-        finally:
-            os.killpg(server.pid, signal.SIGTERM)
+        finally:  # the whole process group; it may be gone already (a server that died at start)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(server.pid, signal.SIGTERM)
             try:
                 server.wait(timeout=20)
             except subprocess.TimeoutExpired:
