@@ -1,9 +1,7 @@
 """Shared fixtures of the orchestration tests: tiny DVC repos, the whole pipeline once per session
 (pipeline_run) and a real Prefect server on loopback (running_prefect_server, which
 tests/flows/conftest.py holds for the flow tests only, so that it does not idle beside the rest).
-
-tests/conftest.py loads this module as a plugin. The pipeline run is also cached in this module's
-globals, so a fixture imported into several test modules still runs once per session.
+tests/conftest.py loads this module as a plugin, so each fixture here is defined once.
 """
 
 from __future__ import annotations
@@ -35,7 +33,7 @@ STAGES = ["validate", "convert", "train", "evaluate", "selfplay", "arena"]
 NOT_REPRODUCIBLE = re.compile(r"^data/(train/(results\.json|events\.jsonl)|selfplay/stats\.json|arena/timing\.json)")
 
 # Server services no test needs, turned off: each costs CPU at start and on every loop while the
-# server idles for the session. Kept on: task_run_recorder (task run states, which the tests read,
+# server idles. Kept on: task_run_recorder (task run states, which the tests read,
 # come from events) and event_persister. db_vacuum stays: "false" still means its hourly events
 # vacuum, and nothing else turns it off.
 SERVICES_OFF = {
@@ -49,7 +47,6 @@ SERVICES_OFF = {
     "TRIGGERS": "runs automations; there are none",
     "EVENT_LOGGER": "prints events to the server's log (off by default; pinned off)",
 }
-_PIPELINE: dict[str, PipelineRun] = {}
 
 # The smallest params that still run every code path of every stage (a tiny model, a few updates,
 # a handful of games per opponent, one self-play iteration in-process). Applied to a copy only.
@@ -162,6 +159,20 @@ def toy_repo(toy_template: Path, tmp_path: Path) -> Path:
     return copy_tree(toy_template, tmp_path / "repo")
 
 
+def wait_until_healthy(api: str, server: subprocess.Popen, log: Path, timeout: float = 120) -> None:
+    """Wait until the server's /health answers 200; a RuntimeError with its log's tail if it exits first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if httpx.get(f"{api}/health", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"prefect server did not start:\n{log.read_text()[-3000:]}")
+        time.sleep(0.3)
+
+
 @contextlib.contextmanager
 def running_prefect_server(home: Path) -> Iterator[dict[str, str]]:
     """`prefect server start` on a free loopback port with PREFECT_HOME `home`; yields the
@@ -184,18 +195,9 @@ def running_prefect_server(home: Path) -> Iterator[dict[str, str]]:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+        api = f"http://127.0.0.1:{port}/api"
         try:
-            api = f"http://127.0.0.1:{port}/api"
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    if httpx.get(f"{api}/health", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"prefect server did not start:\n{(home / 'server.log').read_text()[-3000:]}")
-                time.sleep(0.3)
+            wait_until_healthy(api, server, home / "server.log")
             yield {"PREFECT_API_URL": api, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
         finally:  # the whole process group; it may be gone already (a server that died at start)
             with contextlib.suppress(ProcessLookupError):
@@ -324,8 +326,6 @@ class PipelineRun:
 def pipeline_run(tmp_path_factory: pytest.TempPathFactory) -> PipelineRun:
     """The whole pipeline once per test session on a snapshot of the project with TINY params,
     stage by stage (timed); dvc.lock and the metrics are committed afterwards."""
-    if "run" in _PIPELINE:
-        return _PIPELINE["run"]
     from chesscore.pipeline import profile
     from flows import dvc_stages
 
@@ -339,8 +339,7 @@ def pipeline_run(tmp_path_factory: pytest.TempPathFactory) -> PipelineRun:
         assert result.failure is None, f"stage {stage} failed: {result.failure}\n" + "\n".join(log[-40:])
         seconds[stage] = result.seconds
     commit(repo, "pipeline run")
-    _PIPELINE["run"] = PipelineRun(repo, seconds, output_files(repo))
-    return _PIPELINE["run"]
+    return PipelineRun(repo, seconds, output_files(repo))
 
 
 def dvc(repo: Path, *args: str, check: bool = True, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
