@@ -1,5 +1,6 @@
 """Temperature 0 plays the most likely legal move: the best-first search against every legal move
-scored by full forwards, promotions included, with the players left as they were."""
+scored by full forwards (tests/full_forwards.py), promotions included, with the players left as
+they were."""
 
 import random
 
@@ -7,32 +8,11 @@ import torch
 
 from chesscore.model import CONFIGS, GPT, GPTConfig
 from chesscore.play.best import best_moves, ranked_moves
-from chesscore.play.moves import ModelPlayer, Sampler, choose_moves, play_mask
+from chesscore.play.moves import ModelPlayer, Sampler, choose_moves
 from chesscore.tokens import NO_PROMOTION, State, encode_game, encode_move
+from tests.full_forwards import best_legal_move, legal_log_probs
 
 PROMOTING = "b2b4 b8c6 b4b5 a7a6 b5a6 c6e5 a6b7 e5c4".split()  # White's b7 pawn may promote three ways
-
-
-@torch.no_grad()
-def _exact_log_probs(model: GPT, moves: list[str]) -> dict[tuple[int, int, int], float]:
-    """Every legal move's log-probability, each scored by full forwards."""
-    state, prefix = State.from_moves(moves), encode_game(moves)[:-1]
-    scores = {}
-    for move in state.legal_moves():
-        tokens, lp, scratch = list(encode_move(move)), 0.0, State.from_moves(moves)
-        for i, token in enumerate(tokens):
-            logits = model(torch.tensor([prefix + tokens[:i]]))[0, -1]
-            mask = torch.tensor(play_mask(scratch))
-            lp += float(torch.log_softmax(logits.masked_fill(~mask, float("-inf")), -1)[token])
-            scratch.feed(token)
-        scores[tuple(tokens)] = lp
-    return scores
-
-
-def _exact_best(model: GPT, moves: list[str]) -> tuple[int, int, int]:
-    """The legal move of highest probability."""
-    scores = _exact_log_probs(model, moves)
-    return max(scores, key=scores.get)
 
 
 def _games(count: int, seed: int) -> list[list[str]]:
@@ -59,9 +39,9 @@ def test_best_first_finds_the_most_likely_legal_move_and_leaves_the_players_alon
         lengths, logits = player.cache.lengths.clone(), player.logits.clone()
         states = [State.from_moves(moves) for moves in games]
         found = best_moves([state.legal_moves() for state in states], [player], [0] * len(games))
-        assert found == [_exact_best(model, moves) for moves in games]
+        assert found == [best_legal_move(model, moves) for moves in games]
         # The promotions' own probabilities, though no model here likes a promotion best.
-        exact = _exact_log_probs(model, PROMOTING)
+        exact = legal_log_probs(model, PROMOTING)
         candidates = [states[0].legal_moves()] + [None] * (len(games) - 1)
         ranked = dict(ranked_moves(candidates, [player], [0] * len(games), len(exact))[0])
         assert ranked.keys() == exact.keys() and sum(move[2] != NO_PROMOTION for move in exact) == 12

@@ -35,15 +35,15 @@ def _conditioned(seed: int) -> GPT:
 
 @torch.no_grad()
 def _log_prob_by_hand(model: GPT, moves: tuple[str, ...], white: bool, prefix: tuple[int, ...]) -> float:
-    """Sum over the side's move tokens of log softmax(logits) under play_mask, one full forward
-    per token over BOS, the prefix and the moves so far: what the sampler drew from."""
+    """Sum over the side's move tokens of log softmax(logits) under play_mask, from one full
+    forward (no cache) over BOS, the prefix and the moves: what the sampler drew from."""
     total, state = 0.0, State.from_moves([])
     tokens = with_prefix(encode_game(moves), prefix).tolist()[:-1]
+    every = model(torch.tensor([tokens]))[0]  # every[i - 1]: the logits that predict tokens[i]
     for i in range(1 + len(prefix), len(tokens)):
         ply = (i - 1 - len(prefix)) // 3
         if (ply % 2 == 0) == white:
-            logits = model(torch.tensor([tokens[:i]]))[0, -1]
-            masked = logits.masked_fill(~torch.tensor(play_mask(state)), float("-inf"))
+            masked = every[i - 1].masked_fill(~torch.tensor(play_mask(state)), float("-inf"))
             total += float(torch.log_softmax(masked, -1)[tokens[i]])
         state.feed(tokens[i])
     return total

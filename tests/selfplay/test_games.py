@@ -8,9 +8,10 @@ import torch
 
 from chesscore.model import CONFIGS, GPT, GPTConfig
 from chesscore.play.adjudication import Adjudication
-from chesscore.play.moves import ModelPlayer, Sampler, choose_moves, play_mask
+from chesscore.play.moves import ModelPlayer, Sampler, choose_moves
 from chesscore.selfplay.games import MODEL, OPPONENT, GameRecord, SelfPlayConfig, play_games, termination
-from chesscore.tokens import State, encode_game, encode_move
+from chesscore.tokens import State, decode_move, encode_game
+from tests.full_forwards import best_legal_move
 
 OFF = Adjudication(enabled=False)
 
@@ -123,23 +124,6 @@ def test_same_seed_same_games_other_seed_other_games():
     assert a == b and [r.moves for r in a] != [r.moves for r in c]
 
 
-@torch.no_grad()
-def _best_move(model: GPT, moves: tuple[str, ...]) -> str:
-    """The move a model plays at temperature 0, its most likely legal move, every legal move
-    scored by full forwards without a cache."""
-    prefix, best, best_lp = encode_game(moves)[:-1], None, -float("inf")
-    for move in State.from_moves(moves).legal_moves():
-        state, tokens, lp = State.from_moves(moves), list(encode_move(move)), 0.0
-        for i, token in enumerate(tokens):
-            logits = model(torch.tensor([prefix + tokens[:i]]))[0, -1]
-            masked = logits.masked_fill(~torch.tensor(play_mask(state)), float("-inf"))
-            lp += float(torch.log_softmax(masked, -1)[token])
-            state.feed(token)
-        if lp > best_lp:
-            best, best_lp = move.uci(), lp
-    return best
-
-
 @pytest.mark.slow
 def test_against_an_opponent_each_side_plays_its_own_moves_and_colours_alternate():
     model, opponent = _model(2), _model(3)
@@ -148,7 +132,8 @@ def test_against_an_opponent_each_side_plays_its_own_moves_and_colours_alternate
     for record in records:
         for ply, uci in enumerate(record.moves):
             side = record.white if ply % 2 == 0 else record.black
-            assert uci == _best_move(model if side == MODEL else opponent, record.moves[:ply])
+            best = best_legal_move(model if side == MODEL else opponent, record.moves[:ply])
+            assert uci == decode_move(list(best)).uci()
     assert records[0].moves != records[1].moves
     model_stats = stats["model"]
     assert model_stats["wins"] + model_stats["draws"] + model_stats["losses"] == 4
