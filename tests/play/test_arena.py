@@ -62,7 +62,7 @@ def _check_game(game, max_plies: int) -> None:
 @pytest.mark.slow
 def test_random_match_is_legal_paired_alternating_and_reproducible(model):
     config = ArenaConfig(
-        games=6, max_plies=80, seed=3, concurrency=4, adjudication=NO_JUDGE
+        games=6, max_plies=40, seed=3, concurrency=4, adjudication=NO_JUDGE
     )  # two batches: 4 + 2 games
     games = play_match(model, Opponent.random(), config)
     assert games == play_match(model, Opponent.random(), config)
@@ -72,7 +72,7 @@ def test_random_match_is_legal_paired_alternating_and_reproducible(model):
     assert [g.opening for g in games[::2]] == [g.opening for g in games[1::2]]  # a pair shares its opening
     assert len({g.opening for g in games}) == 3
     for game in games:
-        _check_game(game, 80)
+        _check_game(game, 40)
     parsed = chess.pgn.read_game(io.StringIO(pgn_text([(Opponent.random(), games)], "tiny")))
     assert parsed.headers["White"] == "tiny" and parsed.headers["Result"] == games[0].result
     assert parsed.headers["Opening"] == games[0].opening and parsed.headers["Round"] == "1"
