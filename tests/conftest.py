@@ -44,15 +44,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=tier)
 
 
-# Fixtures that take a minute to set up, once per worker that asks for them: the whole pipeline
-# (tests/pipeline_fixtures.py) and the Prefect server (tests/flows/conftest.py), so the modules
-# using them share a worker.
-SHARED_SESSION_FIXTURES = re.compile(r"\b(pipeline_run|prefect_server)\b")
+# Work done once per worker that asks for it, by name: the modules naming one share a worker (one
+# xdist scope), so that it is done once in the run. The whole pipeline (tests/pipeline_fixtures.py)
+# and the Prefect server (tests/flows/conftest.py) take a minute to set up; tests/tiny_models.py's
+# trained model 11 CPU s.
+SHARED_WORK = {
+    "shared-session-fixtures": re.compile(r"\b(pipeline_run|prefect_server)\b"),
+    "shared-trained-tiny": re.compile(r"\btrained_tiny\b"),
+}
 
 
 @functools.cache
-def uses_shared_session_fixtures(module: Path) -> bool:
-    return bool(SHARED_SESSION_FIXTURES.search(module.read_text(encoding="utf-8")))
+def shared_scope(module: Path) -> str | None:
+    """The scope of the first shared work `module` names, or None."""
+    text = module.read_text(encoding="utf-8")
+    return next((scope for scope, names in SHARED_WORK.items() if names.search(text)), None)
 
 
 # What a slow test costs against a quick one, for the order in which the scopes are handed out.
@@ -84,11 +90,11 @@ def expected_cost(rootpath: Path, nodeid: str) -> int:
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """`--dist loadscope` (.ci/test): each module's tests in one worker, so that its module
-    fixtures are set up once; one scope for all the modules that use the shared session
-    fixtures; and the costliest scopes handed out first, so that the run does not end with one
-    worker on a long module while the other idles (xdist orders them by their number of tests,
-    which puts a module of one minute-long test last). (xdist's own `loadgroup` marks are
-    ignored under pytest 9.2: pytest-xdist#1386.)"""
+    fixtures are set up once; one scope for all the modules that name one piece of SHARED_WORK;
+    and the costliest scopes handed out first, so that the run does not end with one worker on a
+    long module while the other idles (xdist orders them by their number of tests, which puts a
+    module of one minute-long test last). (xdist's own `loadgroup` marks are ignored under
+    pytest 9.2: pytest-xdist#1386.)"""
     if config.getvalue("dist") != "loadscope":
         return None
     from xdist.scheduler import LoadScopeScheduling
@@ -98,7 +104,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
-            return "shared-session-fixtures" if uses_shared_session_fixtures(config.rootpath / module) else module
+            return shared_scope(config.rootpath / module) or module
 
         def _assign_work_unit(self, node) -> None:
             if not self.ordered:  # the queue is whole on the first call (schedule())
