@@ -95,12 +95,12 @@ def test_a_checkpoint_of_another_dataset_is_refused():
 
 @pytest.mark.slow
 def test_breakdowns_partition_every_metric_and_teacher_forcing_is_trainings(model, lichess_dataset):
-    games, _ = sample_test_games(lichess_dataset, 24, seed=0)
-    config = EvalConfig(games=24, batch_size=8, opening_until_ply=10, middlegame_until_ply=40)
+    games, _ = sample_test_games(lichess_dataset, 12, seed=0)  # two batches: 8 games, then 4
+    config = EvalConfig(games=12, batch_size=8, opening_until_ply=10, middlegame_until_ply=40)
     results = evaluate(model, games, config)
     free, tf = results["free_running"], results["teacher_forced"]
     plies = [meta["plies"] for _, meta in games]
-    assert free["positions"] == sum(plies) and tf["games"] == 24
+    assert free["positions"] == sum(plies) and tf["games"] == 12
     for dim, rows in results["breakdowns"].items():
         assert sum(r["positions"] for r in rows) == free["positions"], dim
         assert sum(r["targets"] for r in rows) == tf["targets"], dim
@@ -133,7 +133,7 @@ def test_stage_writes_its_outputs_once_per_checkpoint_and_refuses_a_foreign_one(
     fingerprint = dataset.manifest(lichess_dataset)["fingerprint"]
     checkpoint.save(checkpoint.model_payload(model, {"dataset_fingerprint": fingerprint}), tmp_path / "best.pt")
     checkpoint.save(checkpoint.model_payload(model, {"dataset_fingerprint": "f" * 64}), tmp_path / "foreign.pt")
-    (tmp_path / "params.yaml").write_text("evaluate:\n  games: 10\n  batch_size: 5\n  threads: 1\n")
+    (tmp_path / "params.yaml").write_text("evaluate:\n  games: 4\n  batch_size: 2\n  threads: 1\n")
 
     def run(name: str, out: str, *extra: str) -> subprocess.CompletedProcess:
         return run_module(
@@ -158,7 +158,7 @@ def test_stage_writes_its_outputs_once_per_checkpoint_and_refuses_a_foreign_one(
         "top1": round(record["free_running"]["top1"], 4),
         "legal": round(record["free_running"]["move_legal"], 4),
     }
-    assert record["test_split"]["read_by"] == "evaluate" and record["test_split"]["games_evaluated"] == 10
+    assert record["test_split"]["read_by"] == "evaluate" and record["test_split"]["games_evaluated"] == 4
     assert record["test_split"]["games_in_split"] == dataset.manifest(lichess_dataset)["splits"]["test"]["games"]
     assert record["dataset"] == {"path": str(lichess_dataset), "fingerprint": fingerprint, "check": "match"}
     assert 0 <= record["free_running"]["top1"] <= record["free_running"]["top3"] <= 1
