@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-TEST_GAMES = 408  # the rule-accepted games of the 12 months of tests/pipeline/test_parts.py
+TEST_GAMES = 408  # the rule-accepted games of 12 of tests/months.py's months of 30 games
 PARTS = 12
 DUPLICATES = 0.01
 
