@@ -53,7 +53,8 @@ def _table(first: int, games_each: int) -> pa.Table:
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> dict[str, Path]:
-    """A dataset folder as convert writes it, and a v2 and a v1 checkpoint trained on it."""
+    """A dataset folder as convert writes it, a v2 checkpoint trained on it, and a v1 checkpoint of
+    four updates on it (the tests read only its token format, not its skill)."""
     root = tmp_path_factory.mktemp("conditioned-eval")
     data = root / "dataset"
     entries = [
@@ -63,7 +64,7 @@ def trained(tmp_path_factory) -> dict[str, Path]:
     ]
     atomic_write_json(data / shards.MANIFEST, shards.build_manifest({"source": "synthetic"}, [], entries))
     out = {"dataset": data}
-    for version, config in (("v2", CONFIG), ("v1", replace(CONFIG, tokens=VERSION))):
+    for version, config in (("v2", CONFIG), ("v1", replace(CONFIG, tokens=VERSION, max_updates=4))):
         train(config, open_dataset(data), root / version, setup("cpu"))
         out[version] = root / version / "best.pt"
     return out
