@@ -49,19 +49,14 @@ def _files(out: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def in_process(start, tmp_path_factory):
-    out = tmp_path_factory.mktemp("in-process")
-    # one torch thread (tests/conftest.py), as the stage's processes below (OMP_NUM_THREADS=1)
-    stats = run_selfplay(start, out, CFG, Execution(workers=0), log=lambda line: None)
-    return out, stats
-
-
-@pytest.mark.slow
-def test_the_stage_cli_writes_the_same_bytes_over_two_workers(start, in_process, tmp_path):
-    params = tmp_path / "params.yaml"
+def over_workers(start, tmp_path_factory) -> tuple[Path, dict, subprocess.CompletedProcess]:
+    """CFG's run as users start it: the stage CLI, its games over two worker processes. The other
+    tests read this run; the resume test plays it again in this process, to the same bytes."""
+    tmp = tmp_path_factory.mktemp("over-workers")
+    params = tmp / "params.yaml"
     values = {k: v for k, v in asdict(CFG).items() if k not in ("games", "iterations")}
     params.write_text("selfplay:\n" + "".join(f"  {k}: {json.dumps(v)}\n" for k, v in values.items()))
-    out = tmp_path / "out"
+    out = tmp / "out"
     done = subprocess.run(
         [
             sys.executable,
@@ -74,11 +69,11 @@ def test_the_stage_cli_writes_the_same_bytes_over_two_workers(start, in_process,
             "--out",
             str(out),
             "--games",
-            "8",
+            str(CFG.games),
             "--workers",
             "2",
             "--iterations",
-            "2",
+            str(CFG.iterations),
             "--no-progress",
         ],
         cwd=REPO,
@@ -88,15 +83,19 @@ def test_the_stage_cli_writes_the_same_bytes_over_two_workers(start, in_process,
         env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"},
     )
     assert done.returncode == 0, done.stderr
+    return out, json.loads((out / "stats.json").read_text()), done
+
+
+@pytest.mark.slow
+def test_the_stage_cli_plays_over_two_workers_and_says_how_it_went(over_workers):
+    _, stats, done = over_workers
     assert "selfplay:" in done.stdout and "vs supervised" in done.stdout and "moves/s" in done.stdout
-    assert _files(out) == _files(in_process[0])
-    stats = json.loads((out / "stats.json").read_text())
     assert stats["execution"]["workers"] == 2 and stats["moves_per_second"] > 0
 
 
 @pytest.mark.slow
-def test_outputs_account_for_every_game_and_the_model_moved(start, in_process, tmp_path):
-    out, stats = in_process
+def test_outputs_account_for_every_game_and_the_model_moved(start, over_workers, tmp_path):
+    out, stats, _ = over_workers
     history = stats["per_iteration"]
     assert history[0]["play"]["white_wins"] + history[0]["play"]["black_wins"] > 0  # something to learn
     for entry in history:
@@ -152,20 +151,20 @@ def test_outputs_account_for_every_game_and_the_model_moved(start, in_process, t
 
 
 @pytest.mark.slow
-def test_a_resumed_run_ends_with_the_same_bytes(start, in_process, tmp_path):
+def test_a_run_resumed_in_process_ends_with_the_bytes_of_the_run_over_workers(start, over_workers, tmp_path):
     logged = []
     run_selfplay(start, tmp_path, replace(CFG, iterations=1), Execution(workers=0), log=logged.append)
     stats = run_selfplay(start, tmp_path, CFG, Execution(workers=0), log=logged.append)
     assert "resuming after iteration 1 of 2" in logged
-    assert _files(tmp_path) == _files(in_process[0])
+    assert _files(tmp_path) == _files(over_workers[0])
     assert list(stats["timings"]) == [1]  # only the second iteration was played by the resume
     run_selfplay(start, tmp_path, CFG, Execution(workers=0), log=logged.append)  # finished: plays nothing
-    assert logged[-1] == "resuming after iteration 2 of 2" and _files(tmp_path) == _files(in_process[0])
+    assert logged[-1] == "resuming after iteration 2 of 2" and _files(tmp_path) == _files(over_workers[0])
 
 
 @pytest.mark.slow
-def test_a_checkpoint_of_another_run_is_refused_or_replaced(start, in_process, tmp_path):
-    saved = in_process[0] / "rl.pt"
+def test_a_checkpoint_of_another_run_is_refused_or_replaced(start, over_workers, tmp_path):
+    saved = over_workers[0] / "rl.pt"
     with pytest.raises(ResumeRefused, match=r"config\.lr"):
         run_selfplay(start, tmp_path, replace(CFG, lr=2e-3), Execution(workers=0), resume=str(saved))
     with pytest.raises(ResumeRefused, match="2 iterations done, only 1 asked for"):
