@@ -123,7 +123,7 @@ def run_until_validation(process: subprocess.Popen, output: Path, step: int) -> 
 
 
 @pytest.mark.slow
-def test_sigterm_is_a_soft_stop_that_saves_and_asks_for_a_rerun(dataset, single, tmp_path):
+def test_sigterm_is_a_soft_stop_that_saves_and_asks_for_a_rerun(dataset, tmp_path):
     output = tmp_path / "train"
     process = stage(dataset, output, "--micro", "8", wait=False)
     try:
@@ -137,9 +137,7 @@ def test_sigterm_is_a_soft_stop_that_saves_and_asks_for_a_rerun(dataset, single,
     results = json.loads((output / "results.json").read_text())
     assert results["status"] == "deadline_soft_stop" and 4 <= results["step"] < 32
     assert checkpoint.load(output / "last.pt")["train_state"]["step"] == results["step"]
-    stage(dataset, output, "--micro", "8")
-    for name in ("last.pt", "best.pt", "metrics.json", "plots/validation.csv"):
-        assert (output / name).read_bytes() == (single / name).read_bytes(), name
+    # That a soft stop's rerun ends with the uninterrupted run's bytes: tests/train/test_stop.py.
 
 
 @pytest.mark.slow
@@ -166,7 +164,4 @@ def test_sigkill_leaves_a_loadable_checkpoint_and_the_rerun_resumes(dataset, sin
     for name in ("last.pt", "best.pt", "metrics.json", "plots/train_loss.csv", "plots/validation.csv"):
         assert (output / name).read_bytes() == (single / name).read_bytes(), name
     assert not list(output.glob(".*.tmp")), "a half-written file was left behind"
-    # Run once more: the finished run is a no-op that prints its receipt.
-    again = stage(dataset, output, "--micro", "8")
-    assert json.loads(again.stdout.strip().splitlines()[-1])["resume_action"] == "no_op_terminal"
-    assert "max_epochs" in done.stdout
+    assert "max_epochs" in done.stdout  # (a finished run's rerun, a no-op: tests/train/test_resume.py)
