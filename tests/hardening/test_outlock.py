@@ -19,47 +19,9 @@ from chesscore.cli import outlock
 from chesscore.failures import MARKER
 from chesscore.ingest.spool import spool_dir
 from chesscore.locks import FileLock, is_locked, scratch_dir, sweep_scratch
-from tests.hardening.pgnfiles import SAMPLE, process_tree, run_stage
+from tests.hardening.pgnfiles import SAMPLE, process_tree
 from tests.imports import PROJECT
-
-
-@pytest.fixture
-def held(tmp_path):
-    """The output folder `out`, locked by this (test) process as a running stage would."""
-    out = tmp_path / "out"
-    outlock.hold_output(out, "test")
-    yield out
-    outlock.release_output(out)
-
-
-@pytest.fixture(scope="module")
-def validated(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("v") / "validated"
-    assert run_stage("stages.validate", "--raw", SAMPLE, "--out", folder, "--no-progress").code == 0
-    return folder
-
-
-STAGES = {
-    "validate": lambda out, tmp, v: ["--raw", SAMPLE, "--out", out, "--no-progress"],
-    "convert": lambda out, tmp, v: ["--validated", v, "--out", out, "--no-progress"],
-    "train": lambda out, tmp, v: ["--output", out, "--dataset", tmp / "nowhere", "--model", "tiny"],
-    "evaluate": lambda out, tmp, v: ["--out", out, "--dataset", tmp / "nowhere", "--checkpoint", tmp / "x.pt"],
-    "arena": lambda out, tmp, v: ["--out", out, "--checkpoint", tmp / "x.pt", "--params", tmp / "p.yaml"],
-    "selfplay": lambda out, tmp, v: ["--out", out, "--checkpoint", tmp / "x.pt", "--no-progress"],
-}
-
-
-@pytest.mark.parametrize("stage", STAGES)
-def test_a_second_writer_of_an_output_folder_fails_at_once_naming_the_holder(held, tmp_path, validated, stage):
-    (tmp_path / "x.pt").write_bytes(b"not read: the lock comes first")
-    (tmp_path / "p.yaml").write_text("arena:\n  opponents:\n    - {name: random, kind: random}\n")
-    started = time.monotonic()
-    run = run_stage(f"stages.{stage}", *STAGES[stage](held, tmp_path, validated), cwd=tmp_path)
-    assert run.code == 75, run.stderr[-1500:]
-    assert f"{MARKER} temporary: {held}: another run is writing this folder (PID {os.getpid()}" in run.stderr
-    assert "(test) since" in run.stderr and "Traceback" not in run.stderr
-    assert time.monotonic() - started < 60
-    assert not held.exists()  # nothing written by the refused run
+from tests.inprocess import run_module
 
 
 def _hold_in_child(out, seconds: float) -> subprocess.Popen:
@@ -72,6 +34,44 @@ def _hold_in_child(out, seconds: float) -> subprocess.Popen:
     )
     assert child.stdout.readline().strip() == "held"
     return child
+
+
+@pytest.fixture
+def held(tmp_path):
+    """The output folder `out`, locked by another process as a running stage would hold it; its PID."""
+    out = tmp_path / "out"
+    child = _hold_in_child(out, 600)
+    yield out, child.pid
+    child.kill()
+    child.wait()
+
+
+STAGES = {
+    "validate": lambda out, tmp: ["--raw", SAMPLE, "--out", out, "--no-progress"],
+    "convert": lambda out, tmp: ["--validated", tmp / "validated", "--out", out, "--no-progress"],
+    "train": lambda out, tmp: ["--output", out, "--dataset", tmp / "nowhere", "--model", "tiny"],
+    "evaluate": lambda out, tmp: ["--out", out, "--dataset", tmp / "nowhere", "--checkpoint", tmp / "x.pt"],
+    "arena": lambda out, tmp: ["--out", out, "--checkpoint", tmp / "x.pt", "--params", tmp / "p.yaml"],
+    "selfplay": lambda out, tmp: ["--out", out, "--checkpoint", tmp / "x.pt", "--no-progress"],
+}
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_a_second_writer_of_an_output_folder_fails_at_once_naming_the_holder(held, tmp_path, stage):
+    """Each stage run in this process (tests/inprocess.py), against the lock another one holds."""
+    out, holder = held
+    (tmp_path / "x.pt").write_bytes(b"not read: the lock comes first")
+    (tmp_path / "p.yaml").write_text("arena:\n  opponents:\n    - {name: random, kind: random}\n")
+    (tmp_path / "validated").mkdir()
+    for name in ("games.arrow", "inputs.json", "report.json"):  # convert checks they exist, then locks
+        (tmp_path / "validated" / name).write_bytes(b"not read: the lock comes first")
+    started = time.monotonic()
+    run = run_module(f"stages.{stage}", *STAGES[stage](out, tmp_path), cwd=tmp_path)
+    assert run.returncode == 75, run.stderr[-1500:]
+    assert f"{MARKER} temporary: {out}: another run is writing this folder (PID {holder}" in run.stderr
+    assert "(child) since" in run.stderr and "Traceback" not in run.stderr
+    assert time.monotonic() - started < 60
+    assert not out.exists()  # nothing written by the refused run
 
 
 def test_a_killed_holder_releases_the_lock(tmp_path):
