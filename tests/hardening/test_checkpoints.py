@@ -107,8 +107,9 @@ def test_an_absurd_config_is_refused_without_allocating(bad_checkpoints):
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
     folder = tmp_path_factory.mktemp("dataset")
-    assert run_stage("stages.validate", "--raw", SAMPLE, "--out", folder / "v", "--no-progress").code == 0
-    assert run_stage("stages.convert", "--validated", folder / "v", "--out", folder / "d", "--no-progress").code == 0
+    assert run_module("stages.validate", "--raw", SAMPLE, "--out", folder / "v", "--no-progress").returncode == 0
+    done = run_module("stages.convert", "--validated", folder / "v", "--out", folder / "d", "--no-progress")
+    assert done.returncode == 0, done.stderr
     return folder / "d"
 
 

@@ -1,7 +1,8 @@
 """Every failure of the data stages is classified (chesscore.failures): bad input exits 65 naming
 the file, a full disk exits 75 (retryable) with nothing partial left, and neither is a traceback.
 The full disk is real: the stage runs under RLIMIT_FSIZE, so its writes fail with EFBIG as they
-would with ENOSPC (both are `exhausted` errors), whoever runs the tests (root included)."""
+would with ENOSPC (both are `exhausted` errors), whoever runs the tests (root included). Runs
+that need no limit of their own run in this process (tests/inprocess.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from chesscore import failures
 from chesscore.fileio import DiskFull, atomic_write_bytes, staging_dir
 from tests.hardening.pgnfiles import SAMPLE, limit_file_size, random_games, run_stage
+from tests.inprocess import run_module
 
 
 def marker(run) -> str:
@@ -28,8 +30,8 @@ def test_an_input_that_cannot_be_read_exits_65_naming_it(tmp_path):
     raw.mkdir()
     (raw / "a.pgn").write_text(random_games(2))
     (raw / "b.pgn").symlink_to("/proc/self/mem")  # a real EIO on read, for any user
-    run = run_stage("stages.validate", "--raw", raw, "--out", tmp_path / "out", "--no-progress")
-    assert run.code == 65 and f"bad_input: {raw / 'b.pgn'}: cannot read this input" in marker(run)
+    run = run_module("stages.validate", "--raw", raw, "--out", tmp_path / "out", "--no-progress")
+    assert run.returncode == 65 and f"bad_input: {raw / 'b.pgn'}: cannot read this input" in marker(run)
     assert not (tmp_path / "out").exists() and not (tmp_path / ".out.tmp").exists()
 
 
@@ -38,17 +40,17 @@ def test_a_broken_link_in_the_input_folder_exits_65_naming_it(tmp_path):
     raw.mkdir()
     (raw / "a.pgn").write_text(random_games(2))
     (raw / "gone.pgn.zst").symlink_to(tmp_path / "nowhere.pgn.zst")
-    run = run_stage("stages.validate", "--raw", raw, "--out", tmp_path / "out", "--no-progress")
-    assert run.code == 65 and f"{raw / 'gone.pgn.zst'}: not a readable file" in marker(run)
+    run = run_module("stages.validate", "--raw", raw, "--out", tmp_path / "out", "--no-progress")
+    assert run.returncode == 65 and f"{raw / 'gone.pgn.zst'}: not a readable file" in marker(run)
 
 
 @pytest.mark.parametrize("stage", ["validate", "convert"])
 def test_a_full_disk_exits_75_and_leaves_the_previous_output_and_no_temp(tmp_path, stage):
     validated, out = tmp_path / "validated", tmp_path / stage
-    first = run_stage("stages.validate", "--raw", SAMPLE, "--out", validated, "--no-progress")
-    assert first.code == 0, first.stderr
+    first = run_module("stages.validate", "--raw", SAMPLE, "--out", validated, "--no-progress")
+    assert first.returncode == 0, first.stderr
     args = ["--raw", SAMPLE, "--out", out] if stage == "validate" else ["--validated", validated, "--out", out]
-    assert run_stage(f"stages.{stage}", *args, "--no-progress").code == 0
+    assert run_module(f"stages.{stage}", *args, "--no-progress").returncode == 0
     before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     full = run_stage(f"stages.{stage}", *args, "--no-progress", limits=limit_file_size(64 << 10))
     assert full.code == 75 and f"temporary: {out}:" in marker(full)
@@ -59,15 +61,15 @@ def test_a_full_disk_exits_75_and_leaves_the_previous_output_and_no_temp(tmp_pat
 
 def test_a_damaged_validated_games_file_exits_65_naming_it(tmp_path):
     validated = tmp_path / "validated"
-    assert run_stage("stages.validate", "--raw", SAMPLE, "--out", validated, "--no-progress").code == 0
+    assert run_module("stages.validate", "--raw", SAMPLE, "--out", validated, "--no-progress").returncode == 0
     games = validated / "games.arrow"
     data = bytearray(games.read_bytes())
     games.write_bytes(bytes(data[: len(data) // 2]))  # truncated: no footer
-    run = run_stage("stages.convert", "--validated", validated, "--out", tmp_path / "d", "--no-progress")
-    assert run.code == 65 and f"bad_input: {games}: not an Arrow IPC file" in marker(run)
+    run = run_module("stages.convert", "--validated", validated, "--out", tmp_path / "d", "--no-progress")
+    assert run.returncode == 65 and f"bad_input: {games}: not an Arrow IPC file" in marker(run)
     (validated / "inputs.json").write_text(json.dumps({"inputs": "x"}))
-    run = run_stage("stages.convert", "--validated", validated, "--out", tmp_path / "d", "--no-progress")
-    assert run.code == 65 and "inputs.json: not a validate stage's inputs.json" in marker(run)
+    run = run_module("stages.convert", "--validated", validated, "--out", tmp_path / "d", "--no-progress")
+    assert run.returncode == 65 and "inputs.json: not a validate stage's inputs.json" in marker(run)
 
 
 def test_exhausted_os_errors_are_temporary_and_others_are_bugs():
