@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ import pytest
 from chesscore.lineage import audit as lineage
 from chesscore.lineage.dvc_lock import dvc_md5
 from chesscore.pipeline import profile
+from tests.inprocess import run_module
 from tests.pipeline_fixtures import BIN, PipelineRun, copy_tree, run
 
 pytestmark = pytest.mark.slow
@@ -71,8 +71,8 @@ def test_the_cli_prints_the_tree_and_json(pipeline_run: PipelineRun) -> None:
     done = run([str(BIN / "chesscore"), "lineage", "audit", "data/evaluate/metrics.json"], pipeline_run.repo)
     assert done.stdout.splitlines()[0] == "OK       data/evaluate/metrics.json  [report]"
     assert "└── " in done.stdout and f"OK       {RAW}  [input]" in done.stdout
-    done = run([sys.executable, "-m", "chesscore.lineage", "audit", "data/train/best.pt", "--json"], pipeline_run.repo)
-    report = json.loads(done.stdout)
+    done = run_module("chesscore.lineage", "audit", "data/train/best.pt", "--json", cwd=pipeline_run.repo)
+    report = json.loads(done.stdout)  # (the module's entry point, run in this process: tests/inprocess.py)
     assert report["ok"] is True and report["problems"] == 0
 
 
@@ -134,7 +134,7 @@ def test_a_missing_checkpoint_is_reported_missing(damaged: Path) -> None:
         named = " ".join(node["detail"] for node in found)
         # the record that names it, and dvc.lock's deps of the evaluate stage
         assert "data/evaluate/evaluation.json" in named and "dvc.lock (evaluate deps)" in named, named
-        done = run([sys.executable, "-m", "chesscore.lineage", "audit", "data/train/best.pt"], damaged, check=False)
+        done = run_module("chesscore.lineage", "audit", "data/train/best.pt", cwd=damaged)
         assert done.returncode == 1
         assert done.stdout.startswith("MISSING  data/train/best.pt")
     finally:
