@@ -18,6 +18,7 @@ import pytest
 import torch
 
 from chesscore import checkpoint
+from tests.inprocess import run_module
 from tests.training_data import sample_tokens, write_dataset
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,8 +91,13 @@ def dataset(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def single(dataset, tmp_path_factory) -> Path:
+    """The uninterrupted run, the one the others are compared with: the stage's entry point in
+    this process (tests/inprocess.py), so the runs that must end with its bytes are real
+    processes that also show that a process of its own changes nothing."""
     output = tmp_path_factory.mktemp("single") / "train"
-    done = stage(dataset, output, "--micro", "8")
+    paths = ["--params", output.parent / "absent.yaml", "--dataset", dataset, "--output", output]
+    done = run_module("stages.train", *paths, *COMMON, "--micro", "8")
+    assert done.returncode == 0, done.stderr[-3000:]
     assert "max_epochs after 32 updates" in done.stdout  # the one-screen summary
     for shown in ("tok_s=", "lr=", "gnorm=", "pad=", "validation @ step 32"):  # progress on stderr
         assert shown in done.stderr, shown
