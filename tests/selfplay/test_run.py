@@ -4,9 +4,7 @@ resume, refused identities, and outputs that account for every game (PGN <-> dat
 import csv
 import io
 import json
-import os
 import subprocess
-import sys
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -50,38 +48,16 @@ def _files(out: Path) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def over_workers(start, tmp_path_factory) -> tuple[Path, dict, subprocess.CompletedProcess]:
-    """CFG's run as users start it: the stage CLI, its games over two worker processes. The other
-    tests read this run; the resume test plays it again in this process, to the same bytes."""
+    """CFG's run through the stage's entry point (in this process: tests/inprocess.py; under DVC
+    the pipeline tests start it as a process), its games over two worker processes. The other
+    tests read this run; the resume test plays it again without workers, to the same bytes."""
     tmp = tmp_path_factory.mktemp("over-workers")
     params = tmp / "params.yaml"
     values = {k: v for k, v in asdict(CFG).items() if k not in ("games", "iterations")}
     params.write_text("selfplay:\n" + "".join(f"  {k}: {json.dumps(v)}\n" for k, v in values.items()))
     out = tmp / "out"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "stages.selfplay",
-            "--params",
-            str(params),
-            "--checkpoint",
-            str(start),
-            "--out",
-            str(out),
-            "--games",
-            str(CFG.games),
-            "--workers",
-            "2",
-            "--iterations",
-            str(CFG.iterations),
-            "--no-progress",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"},
-    )
+    flags = ["--checkpoint", start, "--out", out, "--games", CFG.games, "--iterations", CFG.iterations]
+    done = run_module("stages.selfplay", "--params", params, *flags, "--workers", 2, "--no-progress", cwd=REPO)
     assert done.returncode == 0, done.stderr
     return out, json.loads((out / "stats.json").read_text()), done
 
