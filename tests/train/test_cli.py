@@ -49,25 +49,19 @@ COMMON = [
 ATOL, RTOL = 1e-5, 1e-4
 
 
+def arguments(dataset: Path, output: Path, *flags: str) -> list[str]:
+    """stages.train's arguments: no params file, the dataset, the output, COMMON, then `flags`."""
+    paths = ["--params", str(output.parent / "absent.yaml"), "--dataset", str(dataset), "--output", str(output)]
+    return [*paths, *COMMON, *flags]
+
+
 def stage(dataset: Path, output: Path, *flags: str, ranks: int = 0, wait: bool = True):
     launcher = (
         [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}"]
         if ranks
         else [sys.executable]
     )
-    command = [
-        *launcher,
-        "-m",
-        "stages.train",
-        "--params",
-        str(output.parent / "absent.yaml"),
-        "--dataset",
-        str(dataset),
-        "--output",
-        str(output),
-        *COMMON,
-        *flags,
-    ]
+    command = [*launcher, "-m", "stages.train", *arguments(dataset, output, *flags)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     if not wait:
         return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -95,8 +89,7 @@ def single(dataset, tmp_path_factory) -> Path:
     this process (tests/inprocess.py), so the runs that must end with its bytes are real
     processes that also show that a process of its own changes nothing."""
     output = tmp_path_factory.mktemp("single") / "train"
-    paths = ["--params", output.parent / "absent.yaml", "--dataset", dataset, "--output", output]
-    done = run_module("stages.train", *paths, *COMMON, "--micro", "8")
+    done = run_module("stages.train", *arguments(dataset, output, "--micro", "8"))
     assert done.returncode == 0, done.stderr[-3000:]
     assert "max_epochs after 32 updates" in done.stdout  # the one-screen summary
     for shown in ("tok_s=", "lr=", "gnorm=", "pad=", "validation @ step 32"):  # progress on stderr
