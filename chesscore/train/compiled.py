@@ -1,7 +1,7 @@
 """torch.compile that holds on any batch: a bounded set of shapes, and the compilations and graph
 breaks of a run counted from torch._dynamo's own counters.
 
-    python -m stages.train --model baseline --compile true --pad-to-multiple 64
+    python -m stages.train --model baseline --compile --pad-to-multiple 64 --precision bf16
 
 Length-bucketed batches (chesscore.train.batching) each have their own width, and a model
 compiled for fixed shapes recompiles for every new one until torch's recompile limit (8) sends

@@ -127,7 +127,7 @@ def probe(
     if env.is_main:
         atomic_write_json(Path(output) / "probe.json", report)
         for r in results:
-            mfu = f", MFU {r['mfu']:.1%}" if r["mfu"] is not None else ""
+            mfu = f", MFU {r['mfu']:.1%}" if r["mfu"] is not None else ", MFU n/a (no known bf16 peak)"
             print(
                 f"probe: micro {r['micro_per_rank']} x {r['sequence_length']} tokens: "
                 f"{sum(r['step_seconds']) / repeats * 1000:.1f} ms/step, "
