@@ -216,7 +216,7 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--device", default="cuda", help="the device under test: cuda, or cpu (both sides on the CPU)")
     parser.add_argument("--dataset", type=Path, default=ROOT / "data" / "dataset", help="a converted dataset")
-    parser.add_argument("--games", type=int, default=10_000, help="games read when --dataset is absent")
+    parser.add_argument("--games", type=int, default=4000, help="games read when --dataset is absent")
     parser.add_argument("--model", default="baseline", help="the probe's model config")
     parser.add_argument("--micro", type=int, nargs="+", default=[8, 16, 32, 64], help="the probe's microbatch sizes")
     parser.add_argument("--cpu-micro", type=int, help="the CPU probe's one microbatch size (default: the smallest)")

@@ -51,7 +51,11 @@ def compile_model(module: torch.nn.Module, pad_to_multiple: int, block_size: int
 
 
 def _breaks() -> Counter:
-    return Counter({str(reason): int(n) for reason, n in counters["graph_break"].items()})
+    """Graph breaks by the first line of their reason (the rest names objects by address)."""
+    found: Counter = Counter()
+    for reason, n in counters["graph_break"].items():
+        found[str(reason).splitlines()[0].strip()] += int(n)
+    return found
 
 
 @dataclass
