@@ -95,13 +95,26 @@ class InputFeatures(nn.Module):
         self.moves = nn.Embedding(MOVE_FEATURES, n_embd)
 
     def forward(self, idx: torch.Tensor, track: Track | None = None, positions: torch.Tensor | None = None):
-        tokens = idx.cpu().numpy().astype(np.int64)
-        if track is None:  # whole rows from BOS
-            places = np.broadcast_to(np.arange(tokens.shape[1]), tokens.shape)
-            seen = replay.game_boards(tokens)[:, places[0] // 3]
-            previous = np.concatenate([np.full((len(tokens), 1), PAD), tokens[:, :-1]], axis=1)
-        else:
-            places = positions.cpu().numpy()
-            seen, previous = track.feed(tokens, places)
-        ids = move_feature_ids(seen, tokens, previous, places)
-        return self.moves(torch.from_numpy(ids).to(idx.device))
+        return self.embed(feature_ids(idx, track, positions))
+
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        """The embedding of feature ids (B, T), as `feature_ids` gives them."""
+        return self.moves(ids)
+
+
+# The replay runs in numpy on the CPU, which torch.compile cannot trace: the call is left out of
+# the compiled graph on purpose (one graph break per compilation, counted and explained by
+# chesscore.train.compiled), and the embedding lookup after it is compiled again.
+@torch.compiler.disable
+def feature_ids(idx: torch.Tensor, track: Track | None = None, positions: torch.Tensor | None = None) -> torch.Tensor:
+    """The MOVE_FEATURES id (B, T) of every position of idx (B, T), on idx's device."""
+    tokens = idx.cpu().numpy().astype(np.int64)
+    if track is None:  # whole rows from BOS
+        places = np.broadcast_to(np.arange(tokens.shape[1]), tokens.shape)
+        seen = replay.game_boards(tokens)[:, places[0] // 3]
+        previous = np.concatenate([np.full((len(tokens), 1), PAD), tokens[:, :-1]], axis=1)
+    else:
+        places = positions.cpu().numpy()
+        seen, previous = track.feed(tokens, places)
+    ids = move_feature_ids(seen, tokens, previous, places)
+    return torch.from_numpy(ids).to(idx.device)

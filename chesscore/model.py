@@ -35,7 +35,7 @@ import torch.nn.functional as F
 
 from chesscore import ranges
 from chesscore.failures import Refused
-from chesscore.features import InputFeatures, Track
+from chesscore.features import InputFeatures, Track, feature_ids
 from chesscore.tokens import CONDITIONED_VERSION, PREFIX_LENGTH, RATING_LAST, RATING_UNKNOWN, VERSION, VOCAB_SIZE
 
 
@@ -279,7 +279,9 @@ class GPT(nn.Module):
             pos_emb = self.transformer.wpe(positions)
         x = self.transformer.wte(idx) + pos_emb
         if self.config.move_features:
-            x = x + self.features(idx, cache.track if cache is not None else None, positions)
+            # Called here, not inside self.features, so torch.compile breaks the graph once (at
+            # this torch.compiler.disable'd numpy replay), not once in each of two frames.
+            x = x + self.features.embed(feature_ids(idx, cache.track if cache is not None else None, positions))
         if self.config.skill_inputs:
             x = x + self.skills(idx, cache, positions)
         x = self.transformer.drop(x)
