@@ -225,7 +225,8 @@ def headline(record: dict[str, Any]) -> dict[str, Any]:
     numbers = {"top1": free["top1"], "legal": free["move_legal"]}
     if "human" in record:  # on real games: the model, Stockfish depth 1 and the random mover
         overall = record["human"]["overall"]
-        numbers.update({f"human_top1_{who}": overall[who]["top1"] for who in MEASURERS})
+        # The model's alone: Stockfish's and random's stay with the positions, in evaluation.json.
+        numbers["human_top1"] = overall["model"]["top1"]
     return numbers
 
 
