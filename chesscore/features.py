@@ -27,6 +27,8 @@ rewound (their length set back) or are dropped (`select`) stay right.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 import torch.nn as nn
@@ -55,11 +57,12 @@ def move_feature_ids(seen: np.ndarray, tokens: np.ndarray, previous: np.ndarray,
 
 
 class Track:
-    """Per cache row: the tokens fed, by position, and the board after every ply."""
+    """Per cache row: the tokens fed, by position, and the position (board and state,
+    chesscore.boards.WIDTH columns) after every ply."""
 
     def __init__(self, rows: int, max_len: int) -> None:
         self.tokens = np.full((rows, max_len), PAD, dtype=np.int64)
-        self.boards = np.zeros((rows, max_len // 3 + 1, replay.SQUARES), dtype=np.uint8)
+        self.boards = np.zeros((rows, max_len // 3 + 1, replay.WIDTH), dtype=np.uint8)
 
     def select(self, rows: np.ndarray) -> Track:
         other = Track.__new__(Track)
@@ -67,10 +70,10 @@ class Track:
         return other
 
     def feed(self, tokens: np.ndarray, places: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Record tokens (B, T) at positions (B, T); the boards those positions see (B, T, 64)
-        and the token before each (B, T)."""
+        """Record tokens (B, T) at positions (B, T); the positions (boards and state) those
+        positions see (B, T, WIDTH) and the token before each (B, T)."""
         rows = np.arange(len(tokens))
-        seen = np.empty(places.shape + (replay.SQUARES,), dtype=np.uint8)
+        seen = np.empty(places.shape + (replay.WIDTH,), dtype=np.uint8)
         previous = np.empty_like(tokens)
         for t in range(tokens.shape[1]):
             place = places[:, t]
@@ -78,13 +81,43 @@ class Track:
             previous[:, t] = np.where(place > 0, self.tokens[rows, np.maximum(place - 1, 0)], PAD)
             done = np.flatnonzero(place % 3 == 0)
             first, later = done[place[done] == 0], done[place[done] > 0]
-            self.boards[first, 0] = replay.START
+            self.boards[first, 0] = replay.START_POSITION
             if len(later):
                 ply, at = place[later] // 3, place[later]
                 moves = self.tokens[later, at - 2], self.tokens[later, at - 1], self.tokens[later, at]
                 self.boards[later, ply] = replay.apply_moves(self.boards[later, ply - 1], *moves)
             seen[:, t] = self.boards[rows, place // 3]
         return seen, previous
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """What the positions of a forward see: `seen[b, which[b, t]]` is the position (board and
+    state, WIDTH columns) at row b, position t. Whole rows keep one position per ply (a third of
+    the positions), so the board feature is embedded once per ply."""
+
+    tokens: np.ndarray  # (B, T) int64
+    places: np.ndarray  # (B, T): each token's position in its row
+    previous: np.ndarray  # (B, T): the token before each (PAD at BOS)
+    seen: np.ndarray  # (B, K, WIDTH) uint8
+    which: np.ndarray  # (B, T) indices into seen's K axis
+
+    def per_position(self) -> np.ndarray:
+        """(B, T, WIDTH): the position each token sees."""
+        return np.take_along_axis(self.seen, self.which[..., None], axis=1)
+
+
+def replay_inputs(idx: torch.Tensor, track: Track | None = None, positions: torch.Tensor | None = None) -> Replayed:
+    """Replay tokens idx (B, T): whole rows from BOS without a track, else continuing each
+    cache row at `positions` (B, T)."""
+    tokens = idx.cpu().numpy().astype(np.int64)
+    if track is None:  # whole rows from BOS
+        places = np.broadcast_to(np.arange(tokens.shape[1]), tokens.shape)
+        previous = np.concatenate([np.full((len(tokens), 1), PAD), tokens[:, :-1]], axis=1)
+        return Replayed(tokens, places, previous, replay.game_positions(tokens), places // 3)
+    places = positions.cpu().numpy()
+    seen, previous = track.feed(tokens, places)
+    return Replayed(tokens, places, previous, seen, np.broadcast_to(np.arange(tokens.shape[1]), tokens.shape))
 
 
 class InputFeatures(nn.Module):
@@ -94,14 +127,42 @@ class InputFeatures(nn.Module):
         super().__init__()
         self.moves = nn.Embedding(MOVE_FEATURES, n_embd)
 
-    def forward(self, idx: torch.Tensor, track: Track | None = None, positions: torch.Tensor | None = None):
-        tokens = idx.cpu().numpy().astype(np.int64)
-        if track is None:  # whole rows from BOS
-            places = np.broadcast_to(np.arange(tokens.shape[1]), tokens.shape)
-            seen = replay.game_boards(tokens)[:, places[0] // 3]
-            previous = np.concatenate([np.full((len(tokens), 1), PAD), tokens[:, :-1]], axis=1)
-        else:
-            places = positions.cpu().numpy()
-            seen, previous = track.feed(tokens, places)
-        ids = move_feature_ids(seen, tokens, previous, places)
+    def forward(
+        self,
+        idx: torch.Tensor,
+        track: Track | None = None,
+        positions: torch.Tensor | None = None,
+        inputs: Replayed | None = None,
+    ) -> torch.Tensor:
+        """(B, T, n_embd) for tokens idx (B, T), as replay_inputs reads them (or as given)."""
+        inputs = inputs if inputs is not None else replay_inputs(idx, track, positions)
+        ids = move_feature_ids(inputs.per_position(), inputs.tokens, inputs.previous, inputs.places)
         return self.moves(torch.from_numpy(ids).to(idx.device))
+
+
+class BoardFeatures(nn.Module):
+    """The board feature: per position, the sum of the embeddings of the position it sees
+    (chesscore.boards.position_codes: every (square, piece or empty), the side to move, the set
+    of castling rights and the en passant file)."""
+
+    def __init__(self, n_embd: int) -> None:
+        super().__init__()
+        self.codes = nn.EmbeddingBag(replay.POSITION_CODES, n_embd, mode="sum")
+        # A sum of POSITION_TERMS embeddings: start it at the scale of one token embedding (0.02).
+        nn.init.normal_(self.codes.weight, mean=0.0, std=0.02 / replay.POSITION_TERMS**0.5)
+
+    def forward(
+        self,
+        idx: torch.Tensor,
+        track: Track | None = None,
+        positions: torch.Tensor | None = None,
+        inputs: Replayed | None = None,
+    ) -> torch.Tensor:
+        """(B, T, n_embd) for tokens idx (B, T), as replay_inputs reads them (or as given)."""
+        inputs = inputs if inputs is not None else replay_inputs(idx, track, positions)
+        device = idx.device
+        B, K = inputs.seen.shape[:2]
+        codes = torch.from_numpy(replay.position_codes(inputs.seen).reshape(B * K, replay.POSITION_TERMS))
+        embedded = self.codes(codes.to(device)).view(B, K, -1)
+        which = torch.from_numpy(np.ascontiguousarray(inputs.which)).to(device)
+        return embedded[torch.arange(B, device=device)[:, None], which]

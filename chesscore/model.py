@@ -35,7 +35,7 @@ import torch.nn.functional as F
 
 from chesscore import ranges
 from chesscore.failures import Refused
-from chesscore.features import InputFeatures, Track
+from chesscore.features import BoardFeatures, InputFeatures, Track, replay_inputs
 from chesscore.tokens import CONDITIONED_VERSION, PREFIX_LENGTH, RATING_LAST, RATING_UNKNOWN, VERSION, VOCAB_SIZE
 
 
@@ -53,6 +53,8 @@ class GPTConfig:
     # triples-v2 only: also add, at every move position, embeddings of the rating bins of the side
     # to move and of its opponent (Maia-2's skill inputs), so no layer has to find them in the prefix
     skill_inputs: bool = False
+    # add the board feature: the embedding of the position each input sees (chesscore.features)
+    board_features: bool = False
 
     def __post_init__(self) -> None:
         ranges.check(self, counts=("n_layer", "n_head", "n_embd", "block_size", "vocab_size"), fraction=("dropout",))
@@ -62,9 +64,16 @@ class GPTConfig:
             raise ranges.InvalidSetting(f"n_embd {self.n_embd} does not divide into {self.n_head} heads")
         if not isinstance(self.skill_inputs, bool) or (self.skill_inputs and not self.conditioning):
             raise ranges.InvalidSetting("skill_inputs needs conditioning (triples-v2): it reads the rating prefix")
+        if not isinstance(self.board_features, bool):
+            raise ranges.InvalidSetting(f"board_features must be true or false, got {self.board_features!r}")
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        # Written only when set, so every config without it (and its checkpoints' and runs'
+        # identities) reads as before; a saved config without the key loads with the default.
+        config = asdict(self)
+        if not self.board_features:
+            del config["board_features"]
+        return config
 
 
 def tokens_version(config: GPTConfig) -> str:
@@ -78,6 +87,10 @@ CONFIGS: dict[str, GPTConfig] = {
     "demo": GPTConfig(n_layer=4, n_head=4, n_embd=128),
     # The demo model with move features (chesscore.features): learns faster at the same size.
     "demo-moves": GPTConfig(n_layer=4, n_head=4, n_embd=128, move_features=True),
+    # demo-moves that also sees the board (chesscore.features.BoardFeatures): the position before
+    # each move, side to move, castling and en passant. It keeps the move features, so against
+    # demo-moves the board feature is the one difference.
+    "demo-board": GPTConfig(n_layer=4, n_head=4, n_embd=128, move_features=True, board_features=True),
     # For tests: seconds on a CPU.
     "tiny": GPTConfig(n_layer=2, n_head=2, n_embd=32),
 }
@@ -100,8 +113,8 @@ class KVCache:
         self.keys = torch.zeros(shape, device=device, dtype=dtype)
         self.values = torch.zeros(shape, device=device, dtype=dtype)
         self.lengths = torch.zeros(batch_size, dtype=torch.long, device=device)
-        # Move features only: each row's tokens and boards, replayed as they are fed (CPU).
-        self.track = Track(batch_size, self.max_len) if config.move_features else None
+        # Move or board features only: each row's tokens and positions, replayed as they are fed (CPU).
+        self.track = Track(batch_size, self.max_len) if config.move_features or config.board_features else None
         # Skill inputs only: each row's white and black rating tokens, recorded as the prefix is fed.
         self.ratings = torch.full((batch_size, 2), RATING_UNKNOWN, dtype=torch.long, device=device)
 
@@ -236,6 +249,8 @@ class GPT(nn.Module):
             self.features = InputFeatures(config.n_embd)
         if config.skill_inputs:
             self.skills = SkillInputs(config.n_embd)
+        if config.board_features:
+            self.board = BoardFeatures(config.n_embd)
         self.apply(self._init_weights)
         # GPT-2: scale the residual projections by depth.
         for name, parameter in self.named_parameters():
@@ -278,8 +293,13 @@ class GPT(nn.Module):
                 raise ValueError(f"cache of {cache.max_len} positions is full")
             pos_emb = self.transformer.wpe(positions)
         x = self.transformer.wte(idx) + pos_emb
-        if self.config.move_features:
-            x = x + self.features(idx, cache.track if cache is not None else None, positions)
+        if self.config.move_features or self.config.board_features:
+            # One replay serves both features.
+            inputs = replay_inputs(idx, cache.track if cache is not None else None, positions)
+            if self.config.move_features:
+                x = x + self.features(idx, inputs=inputs)
+            if self.config.board_features:
+                x = x + self.board(idx, inputs=inputs)
         if self.config.skill_inputs:
             x = x + self.skills(idx, cache, positions)
         x = self.transformer.drop(x)
