@@ -15,6 +15,12 @@ So the model knows which piece moves and what it takes without inferring the boa
 whole move history: measured on the demo model, the validation NLL after 50 updates is where the
 plain model is after 150 (docs/strength-experiment.md).
 
+The board feature (BoardFeatures, GPTConfig.board_features): per position, the sum of the
+embeddings of chesscore.boards.position_codes of the position it sees (the same i // 3 convention:
+source and destination tokens see the board before their move, the promotion token and EOS the
+board after it, which is the board the next source is chosen on). On whole rows it is embedded
+once per ply and gathered; one replay (replay_inputs) serves both features.
+
 A triples-v2 prefix (3 tokens after BOS, chesscore.tokens) needs nothing of its own: the replay reads
 it as one more move whose tokens are no squares, which leaves the start board as it is, so every
 later position still sees the board of its ply, and the prefix positions name nothing.

@@ -11,6 +11,11 @@ a destination token), replayed from the tokens inside forward, with or without a
 feed tokens as before, and the token contract stays triples-v1. A small model then knows which
 piece moves and what it takes instead of inferring the board from the move history.
 
+With `board_features` every input also gets the board feature (chesscore.features.BoardFeatures):
+the sum of the embeddings of the position it sees (every square's piece, side to move, castling
+rights, en passant file), from the same replay, so the model needs not infer the position from
+the move history. `demo-board` is demo-moves with it. Configs without it save as before.
+
 With `skill_inputs` (triples-v2 only) every move position also gets embeddings of the rating
 bins of the side to move and of its opponent, read from the row's prefix (Maia-2's skill inputs).
 
