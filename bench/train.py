@@ -44,11 +44,13 @@ from chesscore.train.distributed import setup  # noqa: E402
 from chesscore.train.trainer import Trainer  # noqa: E402
 
 
-def load(dataset: Path) -> tuple[TrainData, str]:
+def load(dataset: Path, games: int = 10_000) -> tuple[TrainData, str]:
+    """The converted dataset at `dataset`, else the first `games` real games of bench/_inputs.py
+    (the first 16 of them also the validation split)."""
     if (dataset / "manifest.json").exists():
         data = open_dataset(dataset)
         return data, f"{dataset} (train split, {len(data.train)} games)"
-    games = [g for g in map(encode_game, mainlines(10_000)) if len(g) <= 1024]
+    games = [g for g in map(encode_game, mainlines(games)) if len(g) <= 1024]
     return (
         TrainData(TokenList(games), TokenList(games[:16]), "bench inputs"),
         f"{describe()} ({len(games)} games; {dataset} not found: run `dvc repro convert`)",

@@ -1,5 +1,5 @@
 """The position along a game, replayed from its triples-v1 tokens: what chesscore.features reads
-the moving and the captured piece and the board feature from. The token contract stays as it is;
+the moving and the captured piece and the board readout from. The token contract stays as it is;
 this is a feature derived from the tokens, as a chess GUI would derive it from the moves.
 
     boards = game_boards(tokens)          # (B, (T - 1) // 3 + 1, 64) uint8: the board after 0, 1, ... plies

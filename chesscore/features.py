@@ -15,11 +15,11 @@ So the model knows which piece moves and what it takes without inferring the boa
 whole move history: measured on the demo model, the validation NLL after 50 updates is where the
 plain model is after 150 (docs/strength-experiment.md).
 
-The board feature (BoardFeatures, GPTConfig.board_features): per position, the sum of the
-embeddings of chesscore.boards.position_codes of the position it sees (the same i // 3 convention:
+The board readout (BoardReadout, GPTConfig.board_readout) uses the same replay at the output:
+per position, chesscore.boards.position_codes of the position it sees (the i // 3 convention:
 source and destination tokens see the board before their move, the promotion token and EOS the
-board after it, which is the board the next source is chosen on). On whole rows it is embedded
-once per ply and gathered; one replay (replay_inputs) serves both features.
+board after it, which is the board the next source is chosen on). `replayed` runs the replay once
+for both, outside torch.compile's graph.
 
 A triples-v2 prefix (3 tokens after BOS, chesscore.tokens) needs nothing of its own: the replay reads
 it as one more move whose tokens are no squares, which leaves the start board as it is, so every
@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from chesscore import boards as replay
 from chesscore.tokens import PAD
@@ -100,7 +101,7 @@ class Track:
 class Replayed:
     """What the positions of a forward see: `seen[b, which[b, t]]` is the position (board and
     state, WIDTH columns) at row b, position t. Whole rows keep one position per ply (a third of
-    the positions), so the board feature is embedded once per ply."""
+    the positions) and an index into them."""
 
     tokens: np.ndarray  # (B, T) int64
     places: np.ndarray  # (B, T): each token's position in its row
@@ -133,42 +134,51 @@ class InputFeatures(nn.Module):
         super().__init__()
         self.moves = nn.Embedding(MOVE_FEATURES, n_embd)
 
-    def forward(
-        self,
-        idx: torch.Tensor,
-        track: Track | None = None,
-        positions: torch.Tensor | None = None,
-        inputs: Replayed | None = None,
-    ) -> torch.Tensor:
-        """(B, T, n_embd) for tokens idx (B, T), as replay_inputs reads them (or as given)."""
-        inputs = inputs if inputs is not None else replay_inputs(idx, track, positions)
-        ids = move_feature_ids(inputs.per_position(), inputs.tokens, inputs.previous, inputs.places)
-        return self.moves(torch.from_numpy(ids).to(idx.device))
+    def forward(self, idx: torch.Tensor, track: Track | None = None, positions: torch.Tensor | None = None):
+        return self.embed(replayed(idx, track, positions, board=False)[0])
+
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        """The embedding of feature ids (B, T), as `replayed` gives them."""
+        return self.moves(ids)
 
 
-class BoardFeatures(nn.Module):
-    """The board feature: per position, the sum of the embeddings of the position it sees
-    (chesscore.boards.position_codes: every (square, piece or empty), the side to move, the set
-    of castling rights and the en passant file)."""
+class BoardReadout(nn.Module):
+    """The board readout: to the logit of every square token s it adds h . E[s, what stands on s],
+    with h the final hidden state and "what stands on s" relative to the side to move
+    (chesscore.boards.position_codes: 13 codes per square, 832 rows of E). So "a piece of mine
+    stands here" or "this square is empty" scores a square directly, in every position, without a
+    layer having to rebuild the board from the history. E starts at zero: the model starts as the
+    plain one and learns how much to trust each (square, piece)."""
 
-    def __init__(self, n_embd: int) -> None:
+    def __init__(self, n_embd: int, vocab_size: int) -> None:
         super().__init__()
-        self.codes = nn.EmbeddingBag(replay.POSITION_CODES, n_embd, mode="sum")
-        # A sum of POSITION_TERMS embeddings: start it at the scale of one token embedding (0.02).
-        nn.init.normal_(self.codes.weight, mean=0.0, std=0.02 / replay.POSITION_TERMS**0.5)
+        self.codes = nn.Embedding(replay.SQUARES * replay.CODES, n_embd)
+        self.vocab_size = vocab_size
 
-    def forward(
-        self,
-        idx: torch.Tensor,
-        track: Track | None = None,
-        positions: torch.Tensor | None = None,
-        inputs: Replayed | None = None,
-    ) -> torch.Tensor:
-        """(B, T, n_embd) for tokens idx (B, T), as replay_inputs reads them (or as given)."""
-        inputs = inputs if inputs is not None else replay_inputs(idx, track, positions)
-        device = idx.device
-        B, K = inputs.seen.shape[:2]
-        codes = torch.from_numpy(replay.position_codes(inputs.seen).reshape(B * K, replay.POSITION_TERMS))
-        embedded = self.codes(codes.to(device)).view(B, K, -1)
-        which = torch.from_numpy(np.ascontiguousarray(inputs.which)).to(device)
-        return embedded[torch.arange(B, device=device)[:, None], which]
+    def reset_parameters(self) -> None:
+        nn.init.zeros_(self.codes.weight)
+
+    def forward(self, h: torch.Tensor, square_codes: torch.Tensor) -> torch.Tensor:
+        """(B, T, vocab) logit terms for hidden states h (B, T, n_embd) and the square codes (B, T,
+        64) of the position each input sees; zero past the 64 square tokens."""
+        # One (n_embd x 832) product, then a gather: cheaper than gathering 64 rows of E per position.
+        scores = torch.gather(h @ self.codes.weight.T, -1, square_codes)
+        return F.pad(scores, (0, self.vocab_size - replay.SQUARES))
+
+
+# The replay runs in numpy on the CPU, which torch.compile cannot trace: the call is left out of
+# the compiled graph on purpose (one graph break per compilation, counted and explained by
+# chesscore.train.compiled), and what uses its tensors is compiled again.
+@torch.compiler.disable
+def replayed(
+    idx: torch.Tensor, track: Track | None = None, positions: torch.Tensor | None = None, board: bool = True
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """For tokens idx (B, T), on idx's device: the MOVE_FEATURES id (B, T) of every position and,
+    with `board`, the square codes (B, T, 64) of the position each sees (BoardReadout's input)."""
+    inputs = replay_inputs(idx, track, positions)
+    seen = inputs.per_position()
+    ids = torch.from_numpy(move_feature_ids(seen, inputs.tokens, inputs.previous, inputs.places)).to(idx.device)
+    if not board:
+        return ids, None
+    squares = replay.position_codes(seen)[..., : replay.SQUARES]
+    return ids, torch.from_numpy(np.ascontiguousarray(squares)).to(idx.device)

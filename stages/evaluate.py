@@ -9,7 +9,10 @@ raw legality of the model's own greedy move), each broken down by the mover's ra
 time-control class and the game phase. Writes OUT/evaluation.json (the whole record),
 OUT/metrics.json (DVC metric: top-1 and legality), OUT/by_*.csv, OUT/plots/*.csv (DVC plots)
 and OUT/report.md; for a triples-v2 model also top-1 told the true ratings, "unknown" and fixed
-ratings, per actual rating band (OUT/plots/conditioning.csv, OUT/conditioning.png). A checkpoint
+ratings, per actual rating band (OUT/plots/conditioning.csv, OUT/conditioning.png); and, on the real
+Lichess games of `real_games` (never in any split), how often the model picks the human's move
+beside Stockfish at depth 1 and the uniform random mover on the same positions
+(chesscore.eval.human). A checkpoint
 whose identity names another dataset is refused. A checkpoint is evaluated once: when
 OUT/evaluation.json already holds this checkpoint x dataset x settings, the stage writes back a
 missing metric or plot from it, says so and stops (--force to redo).
@@ -35,6 +38,8 @@ from chesscore.config import flat
 from chesscore.data import dataset
 from chesscore.eval.conditioning import conditioning_matrix
 from chesscore.eval.evaluate import EvalConfig, check_dataset, evaluate, sample_test_games
+from chesscore.eval.human import HumanConfig, human_eval, real_game_files
+from chesscore.eval.human import headline as human_headline
 from chesscore.eval.report import RECORD, write_dvc_files, write_outputs
 from chesscore.fileio import sha256_file, sha256_json
 from chesscore.model import pick_device
@@ -51,6 +56,8 @@ class Settings:
     device: Literal["auto", "cpu", "cuda"] = "cpu"  # auto: cuda when present
     threads: int = 1  # torch CPU threads (the forwards are small: more threads than free cores hurt)
     evaluation: EvalConfig = flat(EvalConfig)  # what is measured (chesscore.eval.evaluate)
+    real_games: Path = Path("data/real")  # real human games (never in a split) for human-move prediction
+    human: HumanConfig = flat(HumanConfig)  # how it is measured (chesscore.eval.human)
 
     def __post_init__(self) -> None:
         if self.threads < 1:
@@ -79,7 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     model, payload = load_model(settings.checkpoint, device)
     check = check_dataset(payload, manifest, args.allow_other_dataset, str(settings.checkpoint))
     checkpoint_sha = sha256_file(settings.checkpoint)
-    key = sha256_json({"checkpoint": checkpoint_sha, "dataset": manifest["fingerprint"], "config": asdict(config)})
+    identity = {"checkpoint": checkpoint_sha, "dataset": manifest["fingerprint"], "config": asdict(config)}
+    if settings.human.human_games != 0:  # the real games and how they are measured
+        identity["human"] = {"games": real_game_files(settings.real_games), "config": asdict(settings.human)}
+    key = sha256_json(identity)
     previous = out / RECORD
     if previous.is_file() and not args.force:
         record = json.loads(previous.read_text(encoding="utf-8"))
@@ -105,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     if model.config.conditioning:  # triples-v2: does the conditioning matter (chesscore.eval.conditioning)?
         print("evaluate: top-1 told the true ratings, unknown and each of", list(config.conditioning_ratings))
         results["conditioning"] = conditioning_matrix(model, games, config.conditioning_ratings, config.batch_size)
+    if settings.human.human_games != 0:
+        results["human"] = human_eval(model, settings.real_games, settings.human, config)
     seconds = time.perf_counter() - started
 
     record = {
@@ -150,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
             f"  {row['bucket']:<11} {row['positions']:>7} positions  top-1 {_pct(row['top1']):>6}  "
             f"top-{k} {_pct(row[f'top{k}']):>6}  legal {_pct(row['move_legal']):>6}"
         )
+    if "human" in record:
+        print(human_headline(record["human"]))
     print(f"outputs: {out}/evaluation.json, metrics.json, report.md, by_*.csv, plots/")
     return 0
 

@@ -103,7 +103,15 @@ def main(argv: list[str] | None = None) -> int:
                 if model_config.conditioning
                 else data
             )
-            probe(model_config, rows.train, env, args.probe_micro, args.output, compile=config.compile)
+            probe(
+                model_config,
+                rows.train,
+                env,
+                args.probe_micro,
+                args.output,
+                compile=config.compile,
+                precision=config.precision,
+            )
             return 0
         results = train(
             config, data, args.output, env, resume=args.resume, deadline=deadline, code_files=(Path(__file__),)

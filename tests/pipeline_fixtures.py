@@ -63,6 +63,7 @@ TINY = {
     "evaluate.seed": 18,
     "evaluate.batch_size": 4,
     "evaluate.conditioning_ratings": [1000, 2000],  # the matrix's four passes, not six
+    "evaluate.human_games": 2,  # real games: the model, Stockfish depth 1 and random on their positions
     "arena.games": 2,
     "arena.max_plies": 24,
     "arena.conditioning_games": 2,  # told 1000 and 2000 (params.yaml), vs random only
@@ -278,7 +279,7 @@ def copy_tree(source: Path, target: Path) -> Path:
 
 def snapshot(target: Path) -> Path:
     """A copy of the project's working tree (tracked and untracked files git does not ignore, no
-    data/ but the embedded sample), committed as a fresh git repository: a clean clone's twin."""
+    data/ but the embedded samples), committed as a fresh git repository: a clean clone's twin."""
     listed = (
         subprocess.run(
             ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=PROJECT, capture_output=True, check=True
@@ -287,7 +288,7 @@ def snapshot(target: Path) -> Path:
         .split("\0")
     )
     for name in filter(None, listed):
-        if name.startswith("data/") and not name.startswith("data/raw/"):
+        if name.startswith("data/") and not name.startswith(("data/raw/", "data/real/")):
             continue  # outputs of someone's run in the shared checkout
         source = PROJECT / name
         if source.is_file():

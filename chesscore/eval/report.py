@@ -14,6 +14,7 @@ from typing import Any
 
 from chesscore.eval import conditioning
 from chesscore.eval.evaluate import DIMENSIONS, UNKNOWN
+from chesscore.eval.human import MEASURERS
 from chesscore.fileio import atomic_write_text, csv_text, json_text, metrics_text, update_text
 
 TABLE_FILES = {"rating": "by_rating.csv", "time_control": "by_time_control.csv", "phase": "by_phase.csv"}
@@ -119,6 +120,7 @@ def report_markdown(record: dict[str, Any]) -> str:
             )
         lines.append("")
     lines += conditioning_markdown(record.get("conditioning"))
+    lines += human_markdown(record.get("human"))
     phases = record["config"]
     lines += [
         "## How these are measured",
@@ -135,6 +137,50 @@ def report_markdown(record: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def human_markdown(human: dict[str, Any] | None) -> list[str]:
+    """Human-move prediction on real games: the model beside Stockfish and the random mover."""
+    if not human:
+        return []
+    k, source = human["top_k"], human["source"]
+    names = {"model": "model", "stockfish": f"Stockfish depth {human['stockfish']['depth']}", "random": "random"}
+
+    def cell(row: dict[str, Any], who: str, name: str) -> str:
+        m = row.get(who)
+        return "-" if not m else f"{_pct(m[name])} [{_pct(m[name + '_ci95'][0])}, {_pct(m[name + '_ci95'][1])}]"
+
+    lines = [
+        "## Human moves on real Lichess games",
+        "",
+        f"{source['games_measured']} games of the {source['half']} half of "
+        f"{', '.join(f['path'] for f in source['files'])} "
+        f"({source['games_kept']} of {source['games_read']} games usable; {source['sample']}), "
+        f"{human['overall']['positions']:,} positions; the same positions for all three. "
+        f"{human['stockfish']['version']}, depth {human['stockfish']['depth']}, one thread, MultiPV {k}. "
+        "95% intervals: bootstrap over games.",
+        "",
+        "| | positions | "
+        + " | ".join(f"{names[w]} top-1" for w in MEASURERS)
+        + f" | model top-{k} | Stockfish top-{k} |",
+        "|---|---|" + "---|" * (len(MEASURERS) + 2),
+    ]
+    for label, row in [("all", human["overall"]), *((r["bucket"], r) for r in human["by_rating"] + human["by_phase"])]:
+        if row["positions"]:
+            lines.append(
+                f"| {label} | {row['positions']} | "
+                + " | ".join(cell(row, w, "top1") for w in MEASURERS)
+                + f" | {cell(row, 'model', f'top{k}')} | {cell(row, 'stockfish', f'top{k}')} |"
+            )
+    d = human["overall"]["model_minus_stockfish_top1"]
+    lines += [
+        "",
+        f"Model minus Stockfish, top-1 on the same positions: {100 * d['value']:+.1f} points "
+        f"[{100 * d['ci95'][0]:+.1f}, {100 * d['ci95'][1]:+.1f}]. Rows after `all`: the mover's rating band, "
+        "then the phase.",
+        "",
+    ]
+    return lines
 
 
 def conditioning_markdown(matrix: dict[str, Any] | None) -> list[str]:
@@ -176,7 +222,11 @@ RECORD = "evaluation.json"
 def headline(record: dict[str, Any]) -> dict[str, Any]:
     """metrics.json: move matching (top-1, legal-masked) and the raw legality of the model's own move."""
     free = record["free_running"]
-    return {"top1": free["top1"], "legal": free["move_legal"]}
+    numbers = {"top1": free["top1"], "legal": free["move_legal"]}
+    if "human" in record:  # on real games: the model, Stockfish depth 1 and the random mover
+        overall = record["human"]["overall"]
+        numbers.update({f"human_top1_{who}": overall[who]["top1"] for who in MEASURERS})
+    return numbers
 
 
 def write_outputs(out: Path, record: dict[str, Any]) -> list[Path]:

@@ -6,6 +6,7 @@ RL model against its supervised parent at the largest budget (docs/strength-expe
 
     python -m chesscore.pipeline.curve strength --budgets 1500 3000 6000    # run and tabulate
     python -m chesscore.pipeline.curve strength --budgets 1500 3000 6000 --dry-run   # the commands only
+    python -m chesscore.pipeline.curve human --budgets 150 300 600 --set train.model=demo-board
 
 A budget is a number of training updates (train.max_updates; the cosine schedule follows it), not
 seconds: the same budget gives the same model on any machine. Smaller budgets run self-play for
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -26,6 +28,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from chesscore.eval.human import MEASURERS
 from chesscore.fileio import atomic_write_json
 from chesscore.pipeline.profile import PARAMS, profile_values, set_arguments
 from chesscore.pipeline.summary import collect
@@ -35,13 +40,23 @@ from chesscore.play.strength import curve_text
 SMALL_BUDGET = {"selfplay.iterations": 1, "selfplay.games": 8, "selfplay.eval_games": 0}
 
 
-def overrides(profile: dict[str, Any], budget: int, largest: bool) -> dict[str, Any]:
+def overrides(
+    profile: dict[str, Any], budget: int, largest: bool, extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Every value an experiment sets, all of them each time: `dvc exp run` starts from the
-    workspace, where the previous experiment left its own values."""
-    values = {**profile, "train.max_updates": budget}
+    workspace, where the previous experiment left its own values. `extra` (--set) wins over the
+    profile."""
+    values = {**profile, **(extra or {}), "train.max_updates": budget}
     if not largest:
         values.update(SMALL_BUDGET)
     return values
+
+
+def experiment_name(profile: str, budget: int, extra: dict[str, Any] | None = None) -> str:
+    """PROFILE-BUDGET, then the --set values (letters, digits and dashes), so that two curves of
+    one profile keep apart: human-300-demo-board."""
+    words = [profile, str(budget), *(str(value) for value in (extra or {}).values())]
+    return re.sub(r"[^A-Za-z0-9-]+", "-", "-".join(words)).strip("-")
 
 
 def cpu_seconds() -> float:
@@ -66,17 +81,38 @@ def point(facts: dict[str, Any]) -> dict[str, Any]:
         if selfplay.get("vs_supervised")
         else None,
         "knob": arena.get("strength"),  # a triples-v2 model's Elo at each told rating (chesscore.play.strength)
+        "human": _human(evaluate.get("human")),  # top-1 on real games: the model, Stockfish, random
     }
 
 
-def run(profile: str, budgets: list[int], out: Path, dry_run: bool, params: Path = PARAMS) -> list[dict]:
+def _human(human: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Top-1 [95%] on real games of each measurer, and the model minus Stockfish (chesscore.eval.human)."""
+    if not human:
+        return None
+    overall = human["overall"]
+    figures = {who: {"top1": overall[who]["top1"], "ci95": overall[who]["top1_ci95"]} for who in MEASURERS}
+    return {
+        **figures,
+        "positions": overall["positions"],
+        "model_minus_stockfish": overall["model_minus_stockfish_top1"],
+    }
+
+
+def run(
+    profile: str,
+    budgets: list[int],
+    out: Path,
+    dry_run: bool,
+    params: Path = PARAMS,
+    extra: dict[str, Any] | None = None,
+) -> list[dict]:
     values = profile_values(profile, params)
     env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/games", os.environ["PATH"]])}
     curve = []
     for budget in sorted(budgets):
         largest = budget == max(budgets)
-        command = [sys.executable, "-m", "dvc", "exp", "run", "-n", f"{profile}-{budget}"]
-        command += set_arguments(overrides(values, budget, largest))
+        command = [sys.executable, "-m", "dvc", "exp", "run", "-n", experiment_name(profile, budget, extra)]
+        command += set_arguments(overrides(values, budget, largest, extra))
         print("+ " + " ".join(command[1:]), flush=True)
         if dry_run:
             continue
@@ -90,7 +126,7 @@ def run(profile: str, budgets: list[int], out: Path, dry_run: bool, params: Path
             **point(collect(params.parent)),
         }
         curve.append(entry)
-        atomic_write_json(out, {"profile": profile, "budgets": sorted(budgets), "curve": curve})
+        atomic_write_json(out, {"profile": profile, "set": extra or {}, "budgets": sorted(budgets), "curve": curve})
         print(row(entry), flush=True)
     return curve
 
@@ -108,6 +144,12 @@ def row(entry: dict[str, Any]) -> str:
         f"vs random +{versus.get('wins')} ={versus.get('draws')} -{versus.get('losses')} "
         f"score {versus.get('score', 0):.3f} Elo {elo(versus)}"
     )
+    human = entry.get("human")
+    if human:
+        text += "; real games top-1 " + ", ".join(
+            f"{who} {human[who]['top1']:.1%} [{human[who]['ci95'][0]:.1%}, {human[who]['ci95'][1]:.1%}]"
+            for who in MEASURERS
+        )
     if rl:
         text += f"; RL vs parent +{rl['wins']} ={rl['draws']} -{rl['losses']} score {rl['score']:.3f} Elo {elo(rl)}"
     if entry.get("knob"):  # the arena's own lines for it (chesscore.play.strength)
@@ -121,9 +163,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budgets", type=int, nargs="+", required=True, help="training updates, one experiment each")
     parser.add_argument("--out", type=Path, default=None, help="the curve as JSON (default: runs/PROFILE-curve.json)")
     parser.add_argument("--dry-run", action="store_true", help="print the dvc exp run commands, run nothing")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a value over the profile's (YAML), e.g. train.model=demo-board",
+    )
     args = parser.parse_args(argv)
+    extra = {}
+    for item in args.set:
+        key, equals, value = item.partition("=")
+        if not equals:
+            parser.error(f"--set {item!r}: expected KEY=VALUE")
+        extra[key] = yaml.safe_load(value)
     out = args.out or Path("runs") / f"{args.profile}-curve.json"
-    run(args.profile, args.budgets, out, args.dry_run)
+    run(args.profile, args.budgets, out, args.dry_run, extra=extra)
     return 0
 
 

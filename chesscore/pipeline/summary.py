@@ -118,6 +118,20 @@ def conditioning_row(matrix: dict[str, Any]) -> str:
     )
 
 
+def human_row(human: dict[str, Any]) -> str:
+    """Top-1 on real Lichess games: the model, Stockfish at depth 1 and the random mover (chesscore.eval.human)."""
+    overall = human["overall"]
+
+    def top1(who: str) -> str:
+        m = overall[who]
+        return f"{_pct(m['top1'])} [{_pct(m['top1_ci95'][0])}, {_pct(m['top1_ci95'][1])}]"
+
+    return (
+        f"  human moves (real games, {overall['positions']:,} positions): top-1 model {top1('model')}, "
+        f"Stockfish depth {human['stockfish']['depth']} {top1('stockfish')}, random {top1('random')}"
+    )
+
+
 def strength_row(curve: dict[str, Any]) -> str:
     """The arena's measured Elo [95%] at each told rating (chesscore.play.strength), low to high."""
 
@@ -191,6 +205,8 @@ def lines(facts: dict[str, Any]) -> list[tuple[str, str]]:
         )
         if e.get("conditioning"):
             rows.append(("", conditioning_row(e["conditioning"])))
+        if e.get("human"):
+            rows.append(("", human_row(e["human"])))
     if s is None:
         rows.append(("selfplay", "not run yet"))
     else:

@@ -144,6 +144,31 @@ def dummy_batch() -> tuple[torch.Tensor, torch.Tensor]:
     return torch.tensor([[BOS]]), torch.tensor([[IGNORE]])
 
 
+def padded_width(length: int, multiple: int, block_size: int) -> int:
+    """The width a batch of `length` input positions is padded to: the next multiple of
+    `multiple`, capped at the context (so at most ceil(block_size / multiple) widths exist)."""
+    return min(-(-length // multiple) * multiple, block_size) if multiple else length
+
+
+def pad_to_width(
+    inputs: torch.Tensor, targets: torch.Tensor, multiple: int, block_size: int, rows: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inputs and targets (n, L) padded to (max(n, rows), padded_width(L)): PAD inputs and
+    IGNORE targets, as collate pads (added rows start with BOS). Positions after a game's own
+    tokens are never seen by its real positions (causal attention) and carry no target, so the
+    loss and the gradient are those of the unpadded batch; only the shapes a compiled model
+    meets are fewer."""
+    n, length = inputs.shape
+    width = padded_width(length, multiple, block_size)
+    extra_rows, extra_columns = max(rows - n, 0), width - length
+    if not (extra_rows or extra_columns):
+        return inputs, targets
+    inputs = torch.nn.functional.pad(inputs, (0, extra_columns, 0, extra_rows), value=PAD)
+    inputs[n:, 0] = BOS  # an added row is dummy_batch's: one BOS (what a board replay needs), no target
+    targets = torch.nn.functional.pad(targets, (0, extra_columns, 0, extra_rows), value=IGNORE)
+    return inputs, targets
+
+
 def padding_fraction(plan: list[list[np.ndarray]], lengths: np.ndarray, world_size: int) -> float:
     """Share of padded target positions over the rank microbatches of a plan."""
     useful = padded = 0

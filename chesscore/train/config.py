@@ -41,6 +41,7 @@ TRAINING_CODE = (
     LIBRARY / "seeds.py",
 )
 DEVICES = ("auto", "cpu", "cuda")  # chesscore.train.distributed picks the CUDA device of each rank
+PRECISIONS = ("auto", "fp32", "bf16")
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,10 @@ class TrainConfig:
     bucket_pool_batches: int = 64  # length buckets sort within pools of this many global microbatches
     log_every_steps: int = 10  # train loss / lr / grad norm events and plot points
     compile: bool = False  # torch.compile the model (numerics differ slightly; in the identity)
+    # Padded to `micro` rows as well, so a compiled model meets a bounded set of shapes
+    # (chesscore.train.compiled); 0 leaves batches as they are (a compiled model: dynamic shapes).
+    pad_to_multiple: int = 0  # pad batch widths to a multiple of this many tokens (capped at the context)
+    precision: Literal["auto", "fp32", "bf16"] = "auto"  # auto: bf16 autocast on CUDA, fp32 on CPU; weights stay fp32
     device: Literal["auto", "cpu", "cuda"] = "auto"  # auto: cuda when present
     telemetry_seconds: float = 5.0  # nvidia-smi sampling period, where nvidia-smi exists
 
@@ -88,12 +93,13 @@ class TrainConfig:
                 "legality_eval_games",
                 "validation_micro",
             ),
-            whole=("seed", "warmup_steps"),
+            whole=("seed", "warmup_steps", "pad_to_multiple"),
             positive=("max_seconds", "telemetry_seconds"),
             non_negative=("deadline_margin_seconds", "min_delta"),
             fraction=("unknown_fraction", "field_unknown_fraction"),
         )
         ranges.one_of("device", self.device, DEVICES)
+        ranges.one_of("precision", self.precision, PRECISIONS)
         ranges.one_of("tokens", self.tokens, tokens.VERSIONS)
         if self.skill_inputs and self.tokens != tokens.CONDITIONED_VERSION:
             raise ranges.InvalidSetting(f"skill_inputs needs tokens {tokens.CONDITIONED_VERSION} (the rating prefix)")
@@ -114,6 +120,18 @@ class TrainConfig:
         schedule_steps = self.schedule_steps or horizon
         warmup = self.warmup_steps if self.warmup_steps is not None else round(0.1 * schedule_steps)
         return schedule_steps, warmup
+
+
+def uses_bf16(precision: str, device: torch.device) -> bool:
+    """Whether a run of this `precision` setting autocasts to bf16 on `device` (auto: on CUDA
+    only, as before the setting existed; bf16 on the CPU too, where torch's CPU autocast runs
+    it, so tests exercise the GPU profile's numerics without a GPU)."""
+    return precision == "bf16" or (precision == "auto" and device.type == "cuda")
+
+
+def precision_name(bf16: bool) -> str:
+    """The identity's words for the precision (unchanged since before the setting existed)."""
+    return "bf16-autocast, fp32 weights" if bf16 else "fp32"
 
 
 def identity(
@@ -157,6 +175,7 @@ def identity(
             "legality_eval_games": config.legality_eval_games,
             "bucket_pool_batches": config.bucket_pool_batches,
             "compile": config.compile,
+            "pad_to_multiple": config.pad_to_multiple,
         },
         "schedule": {
             "kind": "linear warmup, cosine decay to lr * min_lr_ratio",

@@ -23,6 +23,7 @@ from chesscore.fileio import atomic_write_json
 from chesscore.model import GPT, GPTConfig
 from chesscore.tokens import PAD
 from chesscore.train.batching import IGNORE, GameSource, collate
+from chesscore.train.config import uses_bf16
 from chesscore.train.distributed import DistEnv
 from chesscore.train.optim import OptimConfig, adamw, clip_gradients
 from chesscore.train.report import peak_memory
@@ -54,7 +55,11 @@ def probe(
     output: Path,
     repeats: int = 3,
     compile: bool = False,
+    precision: str = "auto",
 ) -> dict[str, Any]:
+    """Time `repeats` steps per microbatch size (after one warm-up); writes OUTPUT/probe.json.
+    `precision` as train.precision: auto is bf16 autocast on CUDA, fp32 on the CPU."""
+    bf16 = uses_bf16(precision, env.device)
     lengths = train.lengths()
     longest = int(lengths.argmax())
     torch.manual_seed(0)
@@ -80,7 +85,7 @@ def probe(
                 torch.cuda.synchronize(env.device)
             started = time.perf_counter()
             optimizer.zero_grad(set_to_none=True)
-            with torch.autocast(env.device.type, dtype=torch.bfloat16, enabled=env.bf16):
+            with torch.autocast(env.device.type, dtype=torch.bfloat16, enabled=bf16):
                 logits = forward(inputs)
             loss = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=IGNORE)
             loss.backward()
@@ -113,7 +118,7 @@ def probe(
         "parameters": model.num_parameters(),
         "world_size": env.world_size,
         "device": torch.cuda.get_device_name(env.device) if env.device.type == "cuda" else "cpu",
-        "precision": "bf16 autocast" if env.bf16 else "fp32",
+        "precision": "bf16 autocast" if bf16 else "fp32",
         "compile": compile,
         "peak_bf16_flops_per_device": peak_flops(env.device),
         "results": results,
@@ -122,7 +127,7 @@ def probe(
     if env.is_main:
         atomic_write_json(Path(output) / "probe.json", report)
         for r in results:
-            mfu = f", MFU {r['mfu']:.1%}" if r["mfu"] is not None else ""
+            mfu = f", MFU {r['mfu']:.1%}" if r["mfu"] is not None else ", MFU n/a (no known bf16 peak)"
             print(
                 f"probe: micro {r['micro_per_rank']} x {r['sequence_length']} tokens: "
                 f"{sum(r['step_seconds']) / repeats * 1000:.1f} ms/step, "

@@ -45,10 +45,12 @@ from chesscore.train.batching import (
     dummy_batch,
     epoch_plan,
     eval_batches,
+    pad_to_width,
     rank_share,
     steps_per_epoch,
 )
-from chesscore.train.config import TrainConfig, identity
+from chesscore.train.compiled import CompileCount, compile_model, describe, width_count
+from chesscore.train.config import TrainConfig, identity, precision_name, uses_bf16
 from chesscore.train.data import TrainData, conditioned
 from chesscore.train.deadline import Budget, Deadline
 from chesscore.train.distributed import DistEnv
@@ -108,7 +110,8 @@ class Trainer:
         self.deadline = deadline or Deadline.parse(config.deadline, config.deadline_margin_seconds)
         torch.manual_seed(derive_seed(config.seed, "init"))  # the same weights on every rank
         self.model = GPT(self.model_config).to(env.device)
-        precision = "bf16-autocast, fp32 weights" if env.bf16 else "fp32"
+        self.bf16 = uses_bf16(config.precision, env.device)
+        precision = precision_name(self.bf16)
         self.identity = identity(
             config,
             self.model_config,
@@ -157,7 +160,9 @@ class Trainer:
             else None
         )
         wrapped = self.ddp or self.model
-        self.forward = torch.compile(wrapped) if config.compile else wrapped
+        block_size = self.model_config.block_size
+        self.compile_count = CompileCount() if config.compile else None
+        self.forward = compile_model(wrapped, config.pad_to_multiple, block_size) if config.compile else wrapped
         if payload is not None:
             set_rng_state(payload["rng"][env.rank], env.device)
         self.events = EventLog(self.output / "events.jsonl", env.is_main, fresh=payload is None)
@@ -281,13 +286,17 @@ class Trainer:
         for index, batch in enumerate(step_batches):
             share = rank_share(batch, env.rank, env.world_size)
             inputs, targets = collate(self.data.train.batch(share, pad=PAD)) if len(share) else dummy_batch()
+            if config.pad_to_multiple:  # a bounded set of shapes for a compiled model (padding counted)
+                inputs, targets = pad_to_width(
+                    inputs, targets, config.pad_to_multiple, self.model_config.block_size, rows=config.micro
+                )
             useful += int(self.lengths[share].sum() - len(share))
             padded += targets.numel() if len(share) else 0
             inputs, targets = inputs.to(env.device, non_blocking=True), targets.to(env.device, non_blocking=True)
             last = index == len(step_batches) - 1
             sync = contextlib.nullcontext() if last or self.ddp is None else self.ddp.no_sync()
             with sync:
-                with torch.autocast(env.device.type, dtype=torch.bfloat16, enabled=env.bf16):
+                with torch.autocast(env.device.type, dtype=torch.bfloat16, enabled=self.bf16):
                     logits = self.forward(inputs)
                 loss = F.cross_entropy(
                     logits.float().flatten(0, 1), targets.flatten(), ignore_index=IGNORE, reduction="sum"
@@ -411,7 +420,7 @@ class Trainer:
             validation,
             mine,
             device=env.device,
-            bf16=env.bf16,
+            bf16=self.bf16,
             legality=legality_subset(len(validation), config.legality_eval_games),
             should_stop=should_stop,
         )
@@ -470,6 +479,15 @@ class Trainer:
             updates=self.totals["updates"],
         )
         results = self.results_of(run, note=self.resume_note, memory=memory, wall_seconds=wall_seconds)
+        if self.compile_count is not None:  # only then: an eager run's results.json keeps its keys
+            widths = width_count(self.config.pad_to_multiple, self.model_config.block_size)
+            results["compile"] = {
+                **self.compile_count.report(),
+                "pad_to_multiple": self.config.pad_to_multiple,
+                "max_widths": widths,
+            }
+            if env.is_main:
+                console(describe(results["compile"], results["compile"]["max_widths"]))
         if env.is_main:
             write_results(self.output, results, self.state)
             self.events(

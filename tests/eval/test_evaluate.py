@@ -133,7 +133,7 @@ def test_stage_writes_its_outputs_once_per_checkpoint_and_refuses_a_foreign_one(
     fingerprint = dataset.manifest(lichess_dataset)["fingerprint"]
     checkpoint.save(checkpoint.model_payload(model, {"dataset_fingerprint": fingerprint}), tmp_path / "best.pt")
     checkpoint.save(checkpoint.model_payload(model, {"dataset_fingerprint": "f" * 64}), tmp_path / "foreign.pt")
-    (tmp_path / "params.yaml").write_text("evaluate:\n  games: 4\n  batch_size: 2\n  threads: 1\n")
+    (tmp_path / "params.yaml").write_text("evaluate:\n  games: 4\n  batch_size: 2\n  threads: 1\n  human_games: 3\n")
 
     def run(name: str, out: str, *extra: str) -> subprocess.CompletedProcess:
         return run_module(
@@ -154,10 +154,13 @@ def test_stage_writes_its_outputs_once_per_checkpoint_and_refuses_a_foreign_one(
     assert "move matching (legal-masked): top-1" in done.stdout
     out = tmp_path / "a"
     record = json.loads((out / "evaluation.json").read_text())
-    assert json.loads((out / "metrics.json").read_text()) == {  # the DVC metric: two numbers, 4 decimals
+    human = record["human"]["overall"]  # on real games, beside Stockfish depth 1 and random (tests/eval/test_human.py)
+    assert json.loads((out / "metrics.json").read_text()) == {  # the DVC metric: 4 decimals
         "top1": round(record["free_running"]["top1"], 4),
         "legal": round(record["free_running"]["move_legal"], 4),
+        **{f"human_top1_{who}": round(human[who]["top1"], 4) for who in ("model", "stockfish", "random")},
     }
+    assert record["human"]["source"]["games_measured"] == 3 and "Stockfish depth 1" in done.stdout
     assert record["test_split"]["read_by"] == "evaluate" and record["test_split"]["games_evaluated"] == 4
     assert record["test_split"]["games_in_split"] == dataset.manifest(lichess_dataset)["splits"]["test"]["games"]
     assert record["dataset"] == {"path": str(lichess_dataset), "fingerprint": fingerprint, "check": "match"}
@@ -175,6 +178,7 @@ def test_stage_writes_its_outputs_once_per_checkpoint_and_refuses_a_foreign_one(
     rating_plot = (out / "plots/accuracy_by_rating.csv").read_text().splitlines()
     assert rating_plot[0] == "rating,top1,top3,positions" and all(r.split(",")[0].isdigit() for r in rating_plot[1:])
     assert "| opening |" in (out / "report.md").read_text()
+    assert "## Human moves on real Lichess games" in (out / "report.md").read_text()
 
     again = run("best.pt", "a")
     assert again.returncode == 0 and "already holds this evaluation" in again.stdout

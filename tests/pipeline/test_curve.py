@@ -66,3 +66,24 @@ def test_a_point_reports_the_strength_knob_of_a_conditioned_model():
     assert "told  1000: -60 [-150, 30] over 64 games" in knob and "told  2000: 40 [-50, 130]" in knob
     assert "rises with the setting: no" in knob and "Spearman 0.50" in knob
     assert "intervals separate: no" in knob
+
+
+def test_set_values_win_over_the_profile_and_keep_two_curves_apart(capsys):
+    assert curve.main(["human", "--budgets", "150", "--set", "train.model=demo-board", "--dry-run"]) == 0
+    command = capsys.readouterr().out.splitlines()[-1]
+    assert "-n human-150-demo-board " in command and "-S train.model=demo-board" in command
+    assert "-S train.model=demo-moves" not in command and "-S evaluate.human_games=200" in command
+
+
+def test_a_point_carries_the_three_top1s_on_real_games():
+    overall = {
+        who: {"top1": value, "top1_ci95": [value - 0.01, value + 0.01]}
+        for who, value in (("model", 0.2), ("stockfish", 0.33), ("random", 0.06))
+    }
+    overall.update(positions=14000, model_minus_stockfish_top1={"value": -0.13, "ci95": [-0.15, -0.11]})
+    facts = {"evaluate": {"free_running": {"top1": 0.2, "move_legal": 0.9}, "human": {"overall": overall}}}
+    point = curve.point(facts)
+    assert point["human"]["stockfish"] == {"top1": 0.33, "ci95": [0.32, 0.34]}
+    assert point["human"]["model_minus_stockfish"]["value"] == -0.13 and curve.point({})["human"] is None
+    text = curve.row({"budget_updates": 150, "cpu_seconds": 1.0, "wall_seconds": 1.0, "vs_random": None, **point})
+    assert "real games top-1 model 20.0% [19.0%, 21.0%], stockfish 33.0% [32.0%, 34.0%], random 6.0%" in text

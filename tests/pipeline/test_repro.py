@@ -34,6 +34,12 @@ def test_every_stage_ran_and_the_summary_has_every_line(pipeline_run: PipelineRu
     assert "data/evaluate/report.md" in done.stdout  # where to look next
     # issue 16: the demo model is triples-v2; top-1 told true vs unknown, Elo at a low and a high told rating
     assert re.search(r"conditioning: top-1 told the true ratings \d+\.\d%, told unknown \d+\.\d%", done.stdout)
+    # The three numbers on real games (chesscore.eval.human): the model, Stockfish depth 1, random.
+    assert re.search(
+        r"human moves \(real games, [\d,]+ positions\): top-1 model [\d.]+% \[.*\], Stockfish depth 1 [\d.]+% "
+        r"\[.*\], random [\d.]+% \[.*\]",
+        done.stdout,
+    ), done.stdout
     told = re.search(r"told 1000 \S+ \[\S+, \S+\], told 2000 \S+ \[\S+, \S+\] \(Elo difference vs random", done.stdout)
     assert told, done.stdout
 

@@ -1,9 +1,9 @@
-"""The board feature (GPTConfig.board_features, chesscore.features.BoardFeatures): the replayed
+"""The board readout (GPTConfig.board_readout, chesscore.features.BoardReadout): the replayed
 position (board, side to move, castling rights, en passant file) against python-chess at every
-ply of real Lichess games and of the token automaton's own replay, the whole-row and the cached
-paths giving the same features and logits, play and evaluation with a board model, and a tiny
-model with the feature learning a position-dependent rule that the same model without it does
-not learn in the same steps."""
+ply of real Lichess games and of the token automaton's own replay, the readout scoring each square
+by the python-chess piece on it, the whole-row and the cached paths giving the same logits, play
+and evaluation with a board model, and a tiny model with the readout learning a position-dependent
+rule that the same model without it does not learn in the same steps."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import zstandard
 
 from chesscore import boards, checkpoint
 from chesscore.eval.moves import analyse_games
-from chesscore.features import BoardFeatures, Track, replay_inputs
+from chesscore.features import BoardReadout, Track, replay_inputs, replayed
 from chesscore.model import CONFIGS, GPT, GPTConfig
 from chesscore.play.adjudication import Adjudication
 from chesscore.play.arena import ArenaConfig, Opponent, play_match
@@ -32,7 +32,7 @@ from chesscore.train.batching import IGNORE, TokenList, collate
 from chesscore.train.config import TrainConfig
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "real" / "lichess_db_standard_rated_2021-10.head999.pgn.zst"
-TINY_BOARD = replace(CONFIGS["tiny"], board_features=True)
+TINY_BOARD = replace(CONFIGS["tiny"], board_readout=True)
 
 
 @functools.cache
@@ -111,20 +111,31 @@ def test_a_triples_v2_prefix_keeps_the_side_to_move_of_the_real_plies():
 
 
 @torch.no_grad()
-def test_the_board_feature_sums_the_embeddings_of_python_chess_positions():
+def test_the_readout_scores_each_square_by_the_python_chess_piece_on_it():
     torch.manual_seed(0)
-    feature = BoardFeatures(16)
+    readout = BoardReadout(16, vocab_size=128)
+    nn_init = readout.codes.weight.clone()
+    readout.reset_parameters()
+    assert not readout.codes.weight.any()  # a new model starts as the plain one
+    readout.codes.weight.copy_(nn_init)
     moves = list(real_games()[1][:40])
     idx = torch.tensor([encode_game(moves)[:-1]])
-    got = feature(idx)[0]
+    _, square_codes = replayed(idx)
+    h = torch.randn(1, idx.shape[1], 16)
+    got = readout(h, square_codes)[0]
     board, expected = chess.Board(), []
     for position in range(idx.shape[1]):
         ply = position // 3  # the input at position i sees the board after its row's first i // 3 plies
         while len(board.move_stack) < ply:
             board.push(moves[len(board.move_stack)])
-        codes = torch.from_numpy(boards.position_codes(expected_position(board)))
-        expected.append(feature.codes.weight[codes].sum(0))
+        codes = torch.from_numpy(boards.position_codes(expected_position(board))[: boards.SQUARES])
+        squares = readout.codes.weight[codes] @ h[0, position]
+        expected.append(torch.cat([squares, torch.zeros(128 - boards.SQUARES)]))
     torch.testing.assert_close(got, torch.stack(expected))
+    # The code of a square says whose piece it is from the mover's side: at ply 1 (Black to move)
+    # Black's king on e8 reads as the mover's king, as White's did on e1 at ply 0.
+    piece = square_codes % boards.CODES
+    assert piece[0, 3, chess.E8] == piece[0, 0, chess.E1] != piece[0, 0, chess.E8]
 
 
 @torch.no_grad()
@@ -169,8 +180,8 @@ def test_a_board_model_plays_and_is_evaluated_through_the_cached_paths(tmp_path)
     assert loaded.config == model.config
     row = torch.from_numpy(games[0][None, :-1].astype(np.int64))
     torch.testing.assert_close(loaded(row), model(row))
-    assert "board_features" not in CONFIGS["demo-moves"].to_dict()
-    assert CONFIGS["demo-board"].to_dict()["board_features"] is True
+    assert "board_readout" not in CONFIGS["demo-moves"].to_dict()
+    assert CONFIGS["demo-board"].to_dict()["board_readout"] is True
     assert GPTConfig(**CONFIGS["demo-moves"].to_dict()) == CONFIGS["demo-moves"]
     assert TrainConfig(model="demo-board").model_config() == CONFIGS["demo-board"]
 
@@ -234,7 +245,7 @@ def test_a_tiny_model_with_the_board_learns_a_rule_of_the_position_that_history_
         config = replace(CONFIGS["tiny"], n_embd=WIDTH, block_size=2 + 3 * PLIES)
         held_out = random_games(64, seed=12)
         history = own_piece_share(trained(config), held_out)
-        board = own_piece_share(trained(replace(config, board_features=True)), held_out)
+        board = own_piece_share(trained(replace(config, board_readout=True)), held_out)
     finally:
         torch.set_num_threads(threads)
     assert board >= 0.85 and history <= 0.75 and board - history >= 0.15, (board, history)

@@ -1,0 +1,273 @@
+"""The device check: the GPU profile's paths on one device, each against the same work on the CPU
+in the same run. One command, about 10 minutes on one GPU (`make gpu-check`):
+
+    python bench/gpu.py                                # cuda: the baseline probe at micro 8-64, ...
+    python bench/gpu.py --device cpu --model tiny --micro 1 2 --probe-tokens 64 --train-model tiny \\
+        --train-steps 4 --no-compile --eval-games 2 --selfplay-games 2 --max-plies 8 --uci-moves 3
+                                                       # CPU-only: tiny sizes, runs to the end (the test)
+
+Sections, each on --device and then on the CPU (ratios device / CPU):
+  probe     chesscore.train.probe: --model (baseline: 85.9M) at each --micro on the longest game:
+            step time, useful tokens/s, MFU against the card's dense bf16 peak (probe's table of
+            known cards; n/a for another card or the CPU), peak memory. The CPU runs --cpu-micro.
+  train     a short run of chesscore.train.trainer: --train-model (demo-moves) on the demo dataset
+            (data/dataset, else the embedded sample's games: bench/train.py's load), --precision
+            (bf16 autocast), torch.compile with batches padded to --pad-to-multiple; its loss
+            curve, step time, compilations and graph breaks. The CPU runs the same steps eager
+            (inductor's compile time on a CPU would swamp the comparison) in the same precision;
+            the two loss curves are compared.
+  evaluate  chesscore.eval.moves.analyse_games (evaluate's free-running top-k and legality) of the
+            trained model on --eval-games games: positions/s.
+  selfplay  chesscore.selfplay.games.play_games, --selfplay-games games at once, no judge: moves/s.
+  uci       chesscore.play.uci.UCIEngine (the model as a UCI engine): `position` + `go` for
+            --uci-moves moves of one game against itself: ms per move.
+Everything also goes to --out (bench/out/gpu.json). No device has been lent to this project yet,
+so bench/README.md holds no GPU figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import io
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import chess
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.train import load  # noqa: E402
+from chesscore.eval.moves import analyse_games  # noqa: E402
+from chesscore.model import CONFIGS, GPT, pick_device  # noqa: E402
+from chesscore.play.adjudication import Adjudication  # noqa: E402
+from chesscore.play.uci import UCIEngine  # noqa: E402
+from chesscore.selfplay.games import SelfPlayConfig, play_games  # noqa: E402
+from chesscore.train.batching import TokenList  # noqa: E402
+from chesscore.train.config import TrainConfig  # noqa: E402
+from chesscore.train.data import TrainData  # noqa: E402
+from chesscore.train.distributed import DistEnv  # noqa: E402
+from chesscore.train.probe import probe  # noqa: E402
+from chesscore.train.trainer import Trainer  # noqa: E402
+
+CPU = torch.device("cpu")
+
+
+def env_of(device: torch.device) -> DistEnv:
+    return DistEnv(rank=0, world_size=1, local_rank=0, device=device)
+
+
+def timed(device: torch.device, work: Callable[[], Any]) -> tuple[float, Any]:
+    """Wall seconds of `work`, the device's queue drained before and after."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    started = time.perf_counter()
+    result = work()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter() - started, result
+
+
+def probe_section(args: argparse.Namespace, data: TrainData, device: torch.device, out: Path) -> dict[str, Any]:
+    games = data.train
+    if args.probe_tokens:  # the longest game, cut: the CPU-only run's small sizes
+        games = TokenList([data.train[i][: args.probe_tokens] for i in range(len(data.train))])
+    sides = {}
+    for name, on, micro, repeats in (
+        ("device", device, args.micro, args.repeats),
+        ("cpu", CPU, [args.cpu_micro or min(args.micro)], 1),
+    ):
+        (out / f"probe-{name}").mkdir(parents=True, exist_ok=True)
+        print(f"\n== probe, {name} ({on}): model {args.model}, micro {micro}")
+        report = probe(
+            CONFIGS[args.model],
+            games,
+            env_of(on),
+            micro,
+            out / f"probe-{name}",
+            repeats=repeats,
+            compile=args.probe_compile,
+            precision=args.precision,
+        )
+        sides[name] = report
+    return sides
+
+
+def train_run(
+    args: argparse.Namespace, data: TrainData, device: torch.device, out: Path, compile: bool
+) -> tuple[Trainer, dict]:
+    config = TrainConfig(
+        model=args.train_model,
+        micro=args.train_micro,
+        epochs=100,
+        max_updates=args.train_steps,
+        log_every_steps=1,
+        legality_eval_games=8,
+        compile=compile,
+        pad_to_multiple=args.pad_to_multiple,
+        precision=args.precision,
+        device=device.type,
+        seed=2026,
+    )
+    trainer = Trainer(config, data, out, env_of(device), resume="none")
+    return trainer, trainer.run()
+
+
+def train_section(args: argparse.Namespace, data: TrainData, device: torch.device, out: Path) -> dict[str, Any]:
+    sides, trainers = {}, {}
+    for name, on in (("device", device), ("cpu", CPU)):
+        print(f"\n== train, {name} ({on}): {args.train_model}, {args.train_steps} steps of {args.train_micro} games")
+        trainer, results = train_run(args, data, on, out / f"train-{name}", compile=args.compile and name == "device")
+        events = [json.loads(line) for line in (out / f"train-{name}" / "events.jsonl").read_text().splitlines()]
+        steps = [e["step_seconds"] for e in events if e["event"] == "train"]
+        sides[name] = {
+            "device": str(on),
+            "compile": results.get("compile"),
+            "precision": trainer.identity["precision"],
+            "first_step_seconds": steps[0],
+            "median_step_seconds": statistics.median(steps),
+            "useful_tokens_per_second": results["throughput"]["useful_tokens_per_second"],
+            "loss_curve": [[r["step"], r["nll"]] for r in trainer.state.train_log],
+            "validation_nll": [h["validation"]["nll"] for h in results["history"]],
+        }
+        trainers[name] = trainer
+    curves = [np.array([nll for _, nll in sides[name]["loss_curve"]]) for name in ("device", "cpu")]
+    sides["max_loss_difference"] = float(np.abs(curves[0] - curves[1]).max())
+    every = max(1, args.train_steps // 10)
+    for name in ("device", "cpu"):
+        side = sides[name]
+        curve = "  ".join(f"{s}:{nll:.3f}" for s, nll in side["loss_curve"][every - 1 :: every])
+        print(
+            f"  {name}: {side['precision']}, compile {bool(side['compile'])}; "
+            f"first step {side['first_step_seconds']:.2f} s, median {side['median_step_seconds'] * 1000:.1f} ms; "
+            f"{side['useful_tokens_per_second']:.0f} useful tokens/s"
+        )
+        print(f"    loss curve (step:nll)  {curve}")
+    print(f"  loss curves differ by at most {sides['max_loss_difference']:.4f} nats per step")
+    sides["model"] = trainers["device"].model.eval()
+    return sides
+
+
+def evaluate_side(model: GPT, games: list[np.ndarray], device: torch.device) -> dict[str, float]:
+    seconds, results = timed(device, lambda: analyse_games(model, games, top_k=3))
+    return {"positions": len(results), "seconds": seconds, "positions_per_second": len(results) / seconds}
+
+
+def selfplay_side(model: GPT, args: argparse.Namespace, device: torch.device) -> dict[str, float]:
+    config = SelfPlayConfig(
+        args.selfplay_games, max_plies=args.max_plies, seed=0, adjudication=Adjudication(enabled=False)
+    )
+    seconds, (_, stats) = timed(device, lambda: play_games(model, None, config))
+    plies = stats["plies"]["total"]
+    return {"plies": plies, "seconds": seconds, "moves_per_second": plies / seconds}
+
+
+def uci_side(model: GPT, args: argparse.Namespace, device: torch.device) -> dict[str, float]:
+    """One game of the engine against itself, each move a `position startpos moves ...` + `go`."""
+    out = io.StringIO()
+    engine, board, times = UCIEngine(model, "bench", out), chess.Board(), []
+    engine.handle("ucinewgame")
+    while len(times) < args.uci_moves and not board.is_game_over():
+        engine.handle("position startpos moves " + " ".join(m.uci() for m in board.move_stack))
+        out.seek(0), out.truncate()
+        seconds, _ = timed(device, lambda: engine.handle("go"))
+        times.append(seconds)
+        board.push_uci(out.getvalue().split("bestmove ")[-1].split()[0])
+    return {"moves": len(times), "ms_per_move": 1000 * statistics.mean(times)}
+
+
+def play_sections(args: argparse.Namespace, data: TrainData, model: GPT, device: torch.device) -> dict[str, Any]:
+    pool = [data.validation[i] for i in range(len(data.validation))] + [data.train[i] for i in range(len(data.train))]
+    games = [np.asarray(g) for g in pool[: args.eval_games]]
+    models = {"device": model, "cpu": copy.deepcopy(model).to(CPU)}
+    found: dict[str, dict[str, Any]] = {"evaluate": {}, "selfplay": {}, "uci": {}}
+    for name, net in models.items():
+        on = next(net.parameters()).device
+        found["evaluate"][name] = evaluate_side(net, games, on)
+        found["selfplay"][name] = selfplay_side(net, args, on)
+        found["uci"][name] = uci_side(net, args, on)
+    rows = (
+        ("evaluate", "positions_per_second", "positions/s", f"{len(games)} games"),
+        ("selfplay", "moves_per_second", "moves/s", f"{args.selfplay_games} games x <= {args.max_plies} plies"),
+        ("uci", "ms_per_move", "ms per move", f"{args.uci_moves} moves"),
+    )
+    print("\n== evaluate, self-play, UCI engine (the trained model)")
+    for section, key, unit, what in rows:
+        device_value, cpu_value = found[section]["device"][key], found[section]["cpu"][key]
+        ratio = cpu_value / device_value if key == "ms_per_move" else device_value / cpu_value
+        print(f"  {section:<9} {what:<28} device {device_value:10.1f}  cpu {cpu_value:10.1f} {unit:<12} {ratio:6.2f}x")
+    return found
+
+
+def arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python bench/gpu.py",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--device", default="cuda", help="the device under test: cuda, or cpu (both sides on the CPU)")
+    parser.add_argument("--dataset", type=Path, default=ROOT / "data" / "dataset", help="a converted dataset")
+    parser.add_argument("--games", type=int, default=4000, help="games read when --dataset is absent")
+    parser.add_argument("--model", default="baseline", help="the probe's model config")
+    parser.add_argument("--micro", type=int, nargs="+", default=[8, 16, 32, 64], help="the probe's microbatch sizes")
+    parser.add_argument("--cpu-micro", type=int, help="the CPU probe's one microbatch size (default: the smallest)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed probe steps per size on the device")
+    parser.add_argument("--probe-tokens", type=int, help="cut the probe's games to this many tokens (small runs)")
+    parser.add_argument("--probe-compile", action="store_true", help="torch.compile the probe's model too")
+    parser.add_argument("--precision", default="bf16", choices=["auto", "fp32", "bf16"], help="train.precision")
+    parser.add_argument("--train-model", default="demo-moves", help="the training run's model config")
+    parser.add_argument("--train-steps", type=int, default=150, help="optimizer steps of the training run")
+    parser.add_argument("--train-micro", type=int, default=16, help="games per microbatch of the training run")
+    parser.add_argument(
+        "--pad-to-multiple", type=int, default=256, help="train.pad_to_multiple of the compiled run (4 widths)"
+    )
+    parser.add_argument(
+        "--compile", action=argparse.BooleanOptionalAction, default=True, help="torch.compile the device's run"
+    )
+    parser.add_argument("--eval-games", type=int, default=64, help="games analysed by evaluate")
+    parser.add_argument("--selfplay-games", type=int, default=64, help="self-play games played at once")
+    parser.add_argument("--max-plies", type=int, default=100, help="self-play's ply cap")
+    parser.add_argument("--uci-moves", type=int, default=40, help="moves the UCI engine plays")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "gpu.json", help="the results file")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments(argv)
+    device = pick_device(args.device)
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    data, source = load(args.dataset, args.games)
+    print(f"bench/gpu: device {device} ({name}), torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
+    print(f"input: {source}")
+    with tempfile.TemporaryDirectory() as work:
+        out = Path(work)
+        probed = probe_section(args, data, device, out)
+        trained = train_section(args, data, device, out)
+        played = play_sections(args, data, trained.pop("model"), device)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    report = {
+        "device": str(device),
+        "device_name": name,
+        "torch": str(torch.__version__),
+        "input": source,
+        "arguments": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "probe": probed,
+        "train": trained,
+        **played,
+    }
+    args.out.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    print(f"\nbench/gpu: done; results in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""torch.compile that holds on any batch: a bounded set of shapes, and the compilations and graph
+breaks of a run counted from torch._dynamo's own counters.
+
+    python -m stages.train --model baseline --compile --pad-to-multiple 64 --precision bf16
+
+Length-bucketed batches (chesscore.train.batching) each have their own width, and a model
+compiled for fixed shapes recompiles for every new one until torch's recompile limit (8) sends
+it back to eager. Two ways out, picked by `pad_to_multiple`:
+
+  > 0   every batch is padded to a multiple of it (capped at the context) and to `micro` rows
+        (batching.pad_to_width), the model compiled with dynamic=False: one compilation per width
+        met, at most ceil(block_size / pad_to_multiple) (16 for 1024 and 64), and the recompile
+        limit raised to that so none falls back to eager. Static shapes are what CUDA graphs and
+        the fastest kernels want, at the cost of the padding (the share is in the train events).
+  0     no padding; the model is compiled with dynamic=True (sizes marked dynamic): one
+        compilation for every width, plus one for the one-token dummy batch of an empty rank
+        (torch specialises sizes 0 and 1).
+
+The demo-moves model computes its move features in numpy inside forward (chesscore.features);
+that call is `torch.compiler.disable`d, so each compilation of GPT.forward has exactly one graph
+break there, of reason DISABLED (CompileCount.unexplained lists any other).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch._dynamo
+from torch._dynamo.utils import counters
+
+# What torch._dynamo records as the reason of the graph break at a torch.compiler.disable'd call.
+DISABLED = "torch.compiler.disable"
+
+
+def width_count(pad_to_multiple: int, block_size: int) -> int | None:
+    """How many batch widths padding to `pad_to_multiple` can give (None: no padding, no bound)."""
+    return -(-block_size // pad_to_multiple) if pad_to_multiple else None
+
+
+def compile_model(module: torch.nn.Module, pad_to_multiple: int, block_size: int) -> Any:
+    """The module compiled for the shapes this padding gives (see the module docstring)."""
+    if pad_to_multiple:
+        # One cache entry per width (and per resumed frame after a graph break): never eager.
+        limit = -(-block_size // pad_to_multiple)
+        torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, limit)
+        return torch.compile(module, dynamic=False)
+    return torch.compile(module, dynamic=True)
+
+
+def _breaks() -> Counter:
+    """Graph breaks by the first line of their reason (the rest names objects by address)."""
+    found: Counter = Counter()
+    for reason, n in counters["graph_break"].items():
+        found[str(reason).splitlines()[0].strip()] += int(n)
+    return found
+
+
+@dataclass
+class CompileCount:
+    """torch._dynamo's counters from the moment this is made: graphs compiled, frames compiled
+    (a frame compiles again for each new shape it is not dynamic over) and graph breaks by
+    reason. The counters are the process's, so another compiled model in the same process
+    between `start` and `report` is counted too."""
+
+    graphs: int = field(default_factory=lambda: int(counters["stats"]["unique_graphs"]))
+    frames: int = field(default_factory=lambda: int(counters["frames"]["ok"]))
+    breaks: Counter = field(default_factory=_breaks)
+
+    def report(self) -> dict[str, Any]:
+        breaks = _breaks() - self.breaks
+        return {
+            "graphs": int(counters["stats"]["unique_graphs"]) - self.graphs,
+            "frames": int(counters["frames"]["ok"]) - self.frames,
+            "graph_breaks": sum(breaks.values()),
+            "graph_break_reasons": dict(sorted(breaks.items())),
+            "unexplained_graph_breaks": {r: n for r, n in sorted(breaks.items()) if DISABLED not in r},
+        }
+
+
+def describe(report: dict[str, Any], widths: int | None) -> str:
+    """One console line: `train: torch.compile: 3 graphs ...`."""
+    bound = f" (at most {widths} batch widths)" if widths else " (dynamic shapes)"
+    unexplained = report["unexplained_graph_breaks"]
+    odd = f", {sum(unexplained.values())} not at a torch.compiler.disable'd call: {unexplained}" if unexplained else ""
+    return (
+        f"train: torch.compile: {report['graphs']} graphs compiled in {report['frames']} frame compilations"
+        f"{bound}; {report['graph_breaks']} graph breaks{odd}"
+    )

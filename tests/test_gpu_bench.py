@@ -1,0 +1,54 @@
+"""bench/gpu.py, the device check, runs to its end on a CPU-only machine at tiny sizes, so it is
+ready the day a device is at hand.
+
+    .venv/bin/python -m pytest -p no:xdist tests/test_gpu_bench.py -q
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench import gpu
+from chesscore.failures import Refused
+from tests.training_data import sample_tokens, write_dataset
+
+TINY = (
+    *("--device", "cpu", "--model", "tiny", "--micro", "1", "2", "--probe-tokens", "64", "--repeats", "1"),
+    *("--train-model", "tiny", "--train-steps", "4", "--train-micro", "4", "--no-compile", "--eval-games", "2"),
+    *("--selfplay-games", "2", "--max-plies", "8", "--uci-moves", "3"),
+)
+
+
+def test_the_device_check_runs_to_its_end_on_the_cpu(tmp_path, capsys):
+    games = list(sample_tokens()[:30])
+    write_dataset(tmp_path / "dataset", games[:24], games[24:])
+    out = tmp_path / "gpu.json"
+    assert gpu.main([*TINY, "--dataset", str(tmp_path / "dataset"), "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["device"] == "cpu" and "(train split, 24 games)" in report["input"]
+    probe = report["probe"]
+    assert [r["micro_per_rank"] for r in probe["device"]["results"]] == [1, 2]
+    assert [r["micro_per_rank"] for r in probe["cpu"]["results"]] == [1]
+    assert all(r["mfu"] is None and r["sequence_length"] == 63 for r in probe["device"]["results"])
+    train = report["train"]
+    for side in ("device", "cpu"):
+        assert [step for step, _ in train[side]["loss_curve"]] == [1, 2, 3, 4]
+        assert train[side]["precision"] == "bf16-autocast, fp32 weights" and train[side]["compile"] is None
+    # Both sides on the CPU, eager: the same work gives the same losses, to the bit.
+    assert train["max_loss_difference"] == 0.0
+    assert report["evaluate"]["device"]["positions"] == report["evaluate"]["cpu"]["positions"] > 0
+    assert report["selfplay"]["device"]["plies"] == report["selfplay"]["cpu"]["plies"] > 0
+    assert report["uci"]["device"]["moves"] == 3 and report["uci"]["cpu"]["ms_per_move"] > 0
+    printed = capsys.readouterr().out
+    assert "MFU n/a" in printed and "loss curve (step:nll)" in printed and "ms per move" in printed
+
+
+def test_it_refuses_cuda_where_there_is_none_and_has_help(capsys):
+    with pytest.raises(SystemExit) as done:
+        gpu.main(["--help"])
+    assert done.value.code == 0 and "--pad-to-multiple" in capsys.readouterr().out
+    if not gpu.torch.cuda.is_available():
+        with pytest.raises(Refused, match="no CUDA device"):
+            gpu.main(["--device", "cuda"])
