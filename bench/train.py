@@ -2,6 +2,7 @@
 
     python bench/train.py                      # the embedded sample's dataset (dvc repro convert)
     python bench/train.py --dataset DIR --config demo --steps 40 --threads 1
+    python bench/train.py --models demo-board --micro 32 --steps 8 --rounds 5   # model configs
 
 Input: the train split of a converted dataset (default data/dataset, the embedded sample);
 where that is absent, the real games of bench/_inputs.py. Measured in this run:
@@ -13,6 +14,10 @@ where that is absent, the real games of bench/_inputs.py. Measured in this run:
   speed     useful (non-padding) target tokens/s of real training steps (chesscore.train.trainer,
             forward + backward + AdamW) of the model config, with buckets against shuffled
             batches, the same steps of the same plan positions.
+  models    with --models: useful tokens/s of the same training steps of each named model
+            config against --baseline (demo-moves), alternating blocks of --steps steps per
+            model over --rounds rounds (each round's ratio, then median and range), so
+            load on a shared machine hits both alike. Target (issue 42, demo-board): >= 0.7x.
 """
 
 from __future__ import annotations
@@ -84,6 +89,40 @@ def tokens_per_second(data: TrainData, config: TrainConfig, steps: int) -> tuple
         return t["useful"] / t["seconds"], t["padded"] / t["seconds"], t["useful"] / cpu
 
 
+def compare_models(data: TrainData, names: list[str], baseline: str, micro: int, steps: int, rounds: int) -> None:
+    """Useful tokens/s of each model config against the baseline, alternating blocks of steps."""
+    bar = tqdm(disable=True)
+    with tempfile.TemporaryDirectory() as output:
+        trainers = {}
+        for name in [baseline, *names]:
+            config = TrainConfig(model=name, micro=micro, epochs=1, seed=2026)
+            trainers[name] = Trainer(config, data, Path(output) / name, setup("cpu"), resume="none")
+            for _ in range(3):  # warm-up
+                trainers[name].train_step(bar)
+        rates: dict[str, list[float]] = {name: [] for name in trainers}
+        for round_ in range(rounds):
+            for name, trainer in trainers.items():
+                # The same plan positions in every round and model: the same batches are timed.
+                trainer.state.next_step = 3
+                trainer.totals = {"useful": 0.0, "padded": 0.0, "seconds": 0.0, "updates": 0}
+                for _ in range(steps):
+                    trainer.train_step(bar)
+                rates[name].append(trainer.totals["useful"] / trainer.totals["seconds"])
+            print(
+                f"  round {round_ + 1}: "
+                + "  ".join(f"{name} {rates[name][-1]:7.0f}/s" for name in trainers)
+                + "  "
+                + "  ".join(f"{name}/{baseline} {rates[name][-1] / rates[baseline][-1]:.2f}x" for name in names)
+            )
+        for name in names:
+            ratios = np.array(rates[name]) / np.array(rates[baseline])
+            verdict = "ok" if np.median(ratios) >= 0.7 else "BELOW TARGET"
+            print(
+                f"  -> {name}: {np.median(ratios):.2f}x the useful tokens/s of {baseline} (baseline), median of "
+                f"{rounds} rounds, range {ratios.min():.2f}-{ratios.max():.2f}; target >= 0.7x: {verdict}"
+            )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", type=Path, default=ROOT / "data" / "dataset")
@@ -93,6 +132,9 @@ def main() -> int:
     parser.add_argument(
         "--threads", type=int, default=None, help="torch threads (1 makes CPU seconds exact on a shared machine)"
     )
+    parser.add_argument("--models", default="", help="comma-separated model configs to time against --baseline")
+    parser.add_argument("--baseline", default="demo-moves", help="the model config --models are compared with")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds of --models")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -100,6 +142,11 @@ def main() -> int:
     lengths = np.asarray(data.train.lengths())
     print(f"input: {source}; tokens per game: median {int(np.median(lengths))}, max {int(lengths.max())}")
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    if args.models:
+        names = args.models.split(",")
+        print(f"\nuseful tokens/s against {args.baseline}, {args.micro} games per step, {args.steps} steps per block")
+        compare_models(data, names, args.baseline, args.micro, args.steps, args.rounds)
+        return 0
     print("\npadded share of target positions (3 epochs)")
     for micro, world in ((16, 1), (8, 2)):
         bucketed, shuffled = padding(lengths, micro, world, 64), padding(lengths, micro, world, 0)

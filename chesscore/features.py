@@ -15,6 +15,12 @@ So the model knows which piece moves and what it takes without inferring the boa
 whole move history: measured on the demo model, the validation NLL after 50 updates is where the
 plain model is after 150 (docs/strength-experiment.md).
 
+The board readout (BoardReadout, GPTConfig.board_readout) uses the same replay at the output:
+per position, chesscore.boards.position_codes of the position it sees (the i // 3 convention:
+source and destination tokens see the board before their move, the promotion token and EOS the
+board after it, which is the board the next source is chosen on). `replayed` runs the replay once
+for both, outside torch.compile's graph.
+
 A triples-v2 prefix (3 tokens after BOS, chesscore.tokens) needs nothing of its own: the replay reads
 it as one more move whose tokens are no squares, which leaves the start board as it is, so every
 later position still sees the board of its ply, and the prefix positions name nothing.
@@ -27,9 +33,12 @@ rewound (their length set back) or are dropped (`select`) stay right.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from chesscore import boards as replay
 from chesscore.tokens import PAD
@@ -55,11 +64,12 @@ def move_feature_ids(seen: np.ndarray, tokens: np.ndarray, previous: np.ndarray,
 
 
 class Track:
-    """Per cache row: the tokens fed, by position, and the board after every ply."""
+    """Per cache row: the tokens fed, by position, and the position (board and state,
+    chesscore.boards.WIDTH columns) after every ply."""
 
     def __init__(self, rows: int, max_len: int) -> None:
         self.tokens = np.full((rows, max_len), PAD, dtype=np.int64)
-        self.boards = np.zeros((rows, max_len // 3 + 1, replay.SQUARES), dtype=np.uint8)
+        self.boards = np.zeros((rows, max_len // 3 + 1, replay.WIDTH), dtype=np.uint8)
 
     def select(self, rows: np.ndarray) -> Track:
         other = Track.__new__(Track)
@@ -67,10 +77,10 @@ class Track:
         return other
 
     def feed(self, tokens: np.ndarray, places: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Record tokens (B, T) at positions (B, T); the boards those positions see (B, T, 64)
-        and the token before each (B, T)."""
+        """Record tokens (B, T) at positions (B, T); the positions (boards and state) those
+        positions see (B, T, WIDTH) and the token before each (B, T)."""
         rows = np.arange(len(tokens))
-        seen = np.empty(places.shape + (replay.SQUARES,), dtype=np.uint8)
+        seen = np.empty(places.shape + (replay.WIDTH,), dtype=np.uint8)
         previous = np.empty_like(tokens)
         for t in range(tokens.shape[1]):
             place = places[:, t]
@@ -78,13 +88,43 @@ class Track:
             previous[:, t] = np.where(place > 0, self.tokens[rows, np.maximum(place - 1, 0)], PAD)
             done = np.flatnonzero(place % 3 == 0)
             first, later = done[place[done] == 0], done[place[done] > 0]
-            self.boards[first, 0] = replay.START
+            self.boards[first, 0] = replay.START_POSITION
             if len(later):
                 ply, at = place[later] // 3, place[later]
                 moves = self.tokens[later, at - 2], self.tokens[later, at - 1], self.tokens[later, at]
                 self.boards[later, ply] = replay.apply_moves(self.boards[later, ply - 1], *moves)
             seen[:, t] = self.boards[rows, place // 3]
         return seen, previous
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """What the positions of a forward see: `seen[b, which[b, t]]` is the position (board and
+    state, WIDTH columns) at row b, position t. Whole rows keep one position per ply (a third of
+    the positions) and an index into them."""
+
+    tokens: np.ndarray  # (B, T) int64
+    places: np.ndarray  # (B, T): each token's position in its row
+    previous: np.ndarray  # (B, T): the token before each (PAD at BOS)
+    seen: np.ndarray  # (B, K, WIDTH) uint8
+    which: np.ndarray  # (B, T) indices into seen's K axis
+
+    def per_position(self) -> np.ndarray:
+        """(B, T, WIDTH): the position each token sees."""
+        return np.take_along_axis(self.seen, self.which[..., None], axis=1)
+
+
+def replay_inputs(idx: torch.Tensor, track: Track | None = None, positions: torch.Tensor | None = None) -> Replayed:
+    """Replay tokens idx (B, T): whole rows from BOS without a track, else continuing each
+    cache row at `positions` (B, T)."""
+    tokens = idx.cpu().numpy().astype(np.int64)
+    if track is None:  # whole rows from BOS
+        places = np.broadcast_to(np.arange(tokens.shape[1]), tokens.shape)
+        previous = np.concatenate([np.full((len(tokens), 1), PAD), tokens[:, :-1]], axis=1)
+        return Replayed(tokens, places, previous, replay.game_positions(tokens), places // 3)
+    places = positions.cpu().numpy()
+    seen, previous = track.feed(tokens, places)
+    return Replayed(tokens, places, previous, seen, np.broadcast_to(np.arange(tokens.shape[1]), tokens.shape))
 
 
 class InputFeatures(nn.Module):
@@ -95,26 +135,50 @@ class InputFeatures(nn.Module):
         self.moves = nn.Embedding(MOVE_FEATURES, n_embd)
 
     def forward(self, idx: torch.Tensor, track: Track | None = None, positions: torch.Tensor | None = None):
-        return self.embed(feature_ids(idx, track, positions))
+        return self.embed(replayed(idx, track, positions, board=False)[0])
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
-        """The embedding of feature ids (B, T), as `feature_ids` gives them."""
+        """The embedding of feature ids (B, T), as `replayed` gives them."""
         return self.moves(ids)
+
+
+class BoardReadout(nn.Module):
+    """The board readout: to the logit of every square token s it adds h . E[s, what stands on s],
+    with h the final hidden state and "what stands on s" relative to the side to move
+    (chesscore.boards.position_codes: 13 codes per square, 832 rows of E). So "a piece of mine
+    stands here" or "this square is empty" scores a square directly, in every position, without a
+    layer having to rebuild the board from the history. E starts at zero: the model starts as the
+    plain one and learns how much to trust each (square, piece)."""
+
+    def __init__(self, n_embd: int, vocab_size: int) -> None:
+        super().__init__()
+        self.codes = nn.Embedding(replay.SQUARES * replay.CODES, n_embd)
+        self.vocab_size = vocab_size
+
+    def reset_parameters(self) -> None:
+        nn.init.zeros_(self.codes.weight)
+
+    def forward(self, h: torch.Tensor, square_codes: torch.Tensor) -> torch.Tensor:
+        """(B, T, vocab) logit terms for hidden states h (B, T, n_embd) and the square codes (B, T,
+        64) of the position each input sees; zero past the 64 square tokens."""
+        # One (n_embd x 832) product, then a gather: cheaper than gathering 64 rows of E per position.
+        scores = torch.gather(h @ self.codes.weight.T, -1, square_codes)
+        return F.pad(scores, (0, self.vocab_size - replay.SQUARES))
 
 
 # The replay runs in numpy on the CPU, which torch.compile cannot trace: the call is left out of
 # the compiled graph on purpose (one graph break per compilation, counted and explained by
-# chesscore.train.compiled), and the embedding lookup after it is compiled again.
+# chesscore.train.compiled), and what uses its tensors is compiled again.
 @torch.compiler.disable
-def feature_ids(idx: torch.Tensor, track: Track | None = None, positions: torch.Tensor | None = None) -> torch.Tensor:
-    """The MOVE_FEATURES id (B, T) of every position of idx (B, T), on idx's device."""
-    tokens = idx.cpu().numpy().astype(np.int64)
-    if track is None:  # whole rows from BOS
-        places = np.broadcast_to(np.arange(tokens.shape[1]), tokens.shape)
-        seen = replay.game_boards(tokens)[:, places[0] // 3]
-        previous = np.concatenate([np.full((len(tokens), 1), PAD), tokens[:, :-1]], axis=1)
-    else:
-        places = positions.cpu().numpy()
-        seen, previous = track.feed(tokens, places)
-    ids = move_feature_ids(seen, tokens, previous, places)
-    return torch.from_numpy(ids).to(idx.device)
+def replayed(
+    idx: torch.Tensor, track: Track | None = None, positions: torch.Tensor | None = None, board: bool = True
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """For tokens idx (B, T), on idx's device: the MOVE_FEATURES id (B, T) of every position and,
+    with `board`, the square codes (B, T, 64) of the position each sees (BoardReadout's input)."""
+    inputs = replay_inputs(idx, track, positions)
+    seen = inputs.per_position()
+    ids = torch.from_numpy(move_feature_ids(seen, inputs.tokens, inputs.previous, inputs.places)).to(idx.device)
+    if not board:
+        return ids, None
+    squares = replay.position_codes(seen)[..., : replay.SQUARES]
+    return ids, torch.from_numpy(np.ascontiguousarray(squares)).to(idx.device)

@@ -11,6 +11,13 @@ a destination token), replayed from the tokens inside forward, with or without a
 feed tokens as before, and the token contract stays triples-v1. A small model then knows which
 piece moves and what it takes instead of inferring the board from the move history.
 
+With `board_readout` the model also reads the board at its output (chesscore.features.BoardReadout):
+each square token's logit gets h . E[square, the piece on it in the position the input sees,
+relative to the side to move], from the same replay, so "my piece stands here" scores a source
+square without a layer rebuilding the board from the history. `demo-board` is demo-moves with it.
+Configs without it save as before. (Adding the position to the *input* instead learnt slower than
+demo-moves on the demo data: docs/training.md, "Seeing the board".)
+
 With `skill_inputs` (triples-v2 only) every move position also gets embeddings of the rating
 bins of the side to move and of its opponent, read from the row's prefix (Maia-2's skill inputs).
 
@@ -35,7 +42,7 @@ import torch.nn.functional as F
 
 from chesscore import ranges
 from chesscore.failures import Refused
-from chesscore.features import InputFeatures, Track, feature_ids
+from chesscore.features import BoardReadout, InputFeatures, Track, replayed
 from chesscore.tokens import CONDITIONED_VERSION, PREFIX_LENGTH, RATING_LAST, RATING_UNKNOWN, VERSION, VOCAB_SIZE
 
 
@@ -53,6 +60,8 @@ class GPTConfig:
     # triples-v2 only: also add, at every move position, embeddings of the rating bins of the side
     # to move and of its opponent (Maia-2's skill inputs), so no layer has to find them in the prefix
     skill_inputs: bool = False
+    # score each square token also by the piece on it in the position the input sees (BoardReadout)
+    board_readout: bool = False
 
     def __post_init__(self) -> None:
         ranges.check(self, counts=("n_layer", "n_head", "n_embd", "block_size", "vocab_size"), fraction=("dropout",))
@@ -62,9 +71,16 @@ class GPTConfig:
             raise ranges.InvalidSetting(f"n_embd {self.n_embd} does not divide into {self.n_head} heads")
         if not isinstance(self.skill_inputs, bool) or (self.skill_inputs and not self.conditioning):
             raise ranges.InvalidSetting("skill_inputs needs conditioning (triples-v2): it reads the rating prefix")
+        if not isinstance(self.board_readout, bool):
+            raise ranges.InvalidSetting(f"board_readout must be true or false, got {self.board_readout!r}")
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        # Written only when set, so every config without it (and its checkpoints' and runs'
+        # identities) reads as before; a saved config without the key loads with the default.
+        config = asdict(self)
+        if not self.board_readout:
+            del config["board_readout"]
+        return config
 
 
 def tokens_version(config: GPTConfig) -> str:
@@ -78,6 +94,9 @@ CONFIGS: dict[str, GPTConfig] = {
     "demo": GPTConfig(n_layer=4, n_head=4, n_embd=128),
     # The demo model with move features (chesscore.features): learns faster at the same size.
     "demo-moves": GPTConfig(n_layer=4, n_head=4, n_embd=128, move_features=True),
+    # demo-moves that also reads the board (chesscore.features.BoardReadout) at its output: against
+    # demo-moves the readout is the one difference.
+    "demo-board": GPTConfig(n_layer=4, n_head=4, n_embd=128, move_features=True, board_readout=True),
     # For tests: seconds on a CPU.
     "tiny": GPTConfig(n_layer=2, n_head=2, n_embd=32),
 }
@@ -100,8 +119,8 @@ class KVCache:
         self.keys = torch.zeros(shape, device=device, dtype=dtype)
         self.values = torch.zeros(shape, device=device, dtype=dtype)
         self.lengths = torch.zeros(batch_size, dtype=torch.long, device=device)
-        # Move features only: each row's tokens and boards, replayed as they are fed (CPU).
-        self.track = Track(batch_size, self.max_len) if config.move_features else None
+        # Move or board features only: each row's tokens and positions, replayed as they are fed (CPU).
+        self.track = Track(batch_size, self.max_len) if config.move_features or config.board_readout else None
         # Skill inputs only: each row's white and black rating tokens, recorded as the prefix is fed.
         self.ratings = torch.full((batch_size, 2), RATING_UNKNOWN, dtype=torch.long, device=device)
 
@@ -236,7 +255,11 @@ class GPT(nn.Module):
             self.features = InputFeatures(config.n_embd)
         if config.skill_inputs:
             self.skills = SkillInputs(config.n_embd)
+        if config.board_readout:
+            self.board = BoardReadout(config.n_embd, config.vocab_size)
         self.apply(self._init_weights)
+        if config.board_readout:
+            self.board.reset_parameters()  # zero, after the normal init above
         # GPT-2: scale the residual projections by depth.
         for name, parameter in self.named_parameters():
             if name.endswith("c_proj.weight"):
@@ -278,10 +301,14 @@ class GPT(nn.Module):
                 raise ValueError(f"cache of {cache.max_len} positions is full")
             pos_emb = self.transformer.wpe(positions)
         x = self.transformer.wte(idx) + pos_emb
-        if self.config.move_features:
-            # Called here, not inside self.features, so torch.compile breaks the graph once (at
-            # this torch.compiler.disable'd numpy replay), not once in each of two frames.
-            x = x + self.features.embed(feature_ids(idx, cache.track if cache is not None else None, positions))
+        square_codes = None
+        if self.config.move_features or self.config.board_readout:
+            # One replay serves both, called here (not inside a submodule) so torch.compile breaks
+            # the graph once, at this torch.compiler.disable'd numpy replay.
+            track = cache.track if cache is not None else None
+            move_ids, square_codes = replayed(idx, track, positions, board=self.config.board_readout)
+            if self.config.move_features:
+                x = x + self.features.embed(move_ids)
         if self.config.skill_inputs:
             x = x + self.skills(idx, cache, positions)
         x = self.transformer.drop(x)
@@ -289,7 +316,11 @@ class GPT(nn.Module):
             x = block(x, cache, layer, positions)
         if cache is not None:
             cache.lengths += T
-        return self.lm_head(self.transformer.ln_f(x))
+        h = self.transformer.ln_f(x)
+        logits = self.lm_head(h)
+        if square_codes is not None:
+            logits = logits + self.board(h, square_codes)
+        return logits
 
 
 def pick_device(choice: str, index: int = 0) -> torch.device:

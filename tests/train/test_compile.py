@@ -71,14 +71,16 @@ def test_padding_to_a_width_keeps_every_target_and_the_loss():
 
 
 @pytest.mark.slow
-def test_compiled_training_over_many_lengths_compiles_once_per_width_and_matches_eager(tmp_path):
+@pytest.mark.parametrize("model", ["demo-moves", "demo-board"])
+def test_compiled_training_over_many_lengths_compiles_once_per_width_and_matches_eager(tmp_path, model):
     """The demo profile's model (demo-moves: the numpy move features are a torch.compiler.disable'd
-    call, one explained graph break per compilation), 24 steps over 38 lengths, micro 4 with a
-    partial last batch (padded to 4 rows), inductor on the CPU."""
+    call, one explained graph break per compilation) and demo-board (the same replay also gives the
+    readout's square codes), 24 steps over 38 lengths, micro 4 with a partial last batch (padded to
+    4 rows), inductor on the CPU."""
     torch._dynamo.reset()  # as in a fresh process: no GPT.forward compiled by another test serves these shapes
     data = many_lengths(46)
     config = TrainConfig(
-        model="demo-moves",
+        model=model,
         micro=4,
         epochs=2,
         max_updates=24,
