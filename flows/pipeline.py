@@ -123,11 +123,13 @@ def months_values(folder: str, repo: str) -> dict[str, Any]:
     read the merge."""
     from stages.merge import Settings
 
-    suffix = Settings().suffix
+    params = Path(repo) / "params.yaml"
+    merge = from_mapping(Settings, read_params(params, "merge"), f"{params}: merge")  # the stage's own reading
+    suffix = merge.suffix
     names = sorted(path.name[: -len(suffix)] for path in Path(folder).iterdir() if path.name.endswith(suffix))
     if not names:
         raise ValueError(f"{folder}: no *{suffix} file in it")
-    merged = (read_params(Path(repo) / "params.yaml", "merge").get("into") or ["data/merged"])[0]
+    merged = str(merge.into[0]) if merge.into else "data/merged"
     return {
         "merge.raw": str(Path(folder).resolve()),
         "merge.months": names,
@@ -191,7 +193,7 @@ def pipeline(
         repo: the project checkout that holds dvc.yaml.
         retries: attempts after the first for a retryable failure.
         retry_delay_seconds: the first retry's delay; it doubles each attempt, with jitter.
-        months_dir: a folder of monthly .pgn.zst dumps, each made a part of scale/dvc.yaml
+        months_dir: a folder of monthly dumps (merge.suffix, .pgn.zst), each made a part of scale/dvc.yaml
             (merge.months, merge.raw) and convert set to read the merge.
         parts_remote: a DVC remote every node reaches: the parts then run at once, in scratch
             clones, and come back through it; None runs them one by one in the checkout.

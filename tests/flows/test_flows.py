@@ -271,3 +271,24 @@ def test_the_flow_checks_every_stages_params_before_the_first_runs(tmp_path: Pat
     check_params(params, ["validate", "convert", "toy"])  # a stage without a CLI of ours is left alone
     with pytest.raises(ConfigError, match=r"train\.learning_rate: unknown key \(did you mean `lr`\?\)"):
         check_params(params, ["validate", "convert", "train"])
+
+
+def test_months_values_read_merge_suffix_and_into_from_the_repos_params(tmp_path: Path) -> None:
+    """The flow's months_dir lists the files params.yaml's merge.suffix names (not the stage's
+    default), and points convert at merge.into."""
+    from flows.pipeline import months_values
+
+    repo, folder = tmp_path / "repo", tmp_path / "months"
+    repo.mkdir()
+    folder.mkdir()
+    for name in ("2024-02.pgn", "2024-01.pgn", "2024-03.pgn.zst", "notes.txt"):
+        (folder / name).write_text("", encoding="utf-8")
+    (repo / "params.yaml").write_text("merge:\n  suffix: .pgn\n  into: [data/all]\n", encoding="utf-8")
+    values = months_values(str(folder), str(repo))
+    assert values["merge.months"] == ["2024-01", "2024-02"] and values["merge.raw"] == str(folder.resolve())
+    assert values["merge.into"] == ["data/all"] and values["convert.validated"] == "data/all"
+    (repo / "params.yaml").write_text("merge:\n  into: []\n", encoding="utf-8")  # the default suffix
+    assert months_values(str(folder), str(repo))["merge.months"] == ["2024-03"]
+    (repo / "params.yaml").write_text("merge:\n  suffix: .pgn.bz2\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"no \*\.pgn\.bz2 file"):
+        months_values(str(folder), str(repo))
