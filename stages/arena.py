@@ -64,10 +64,15 @@ class Settings:
     device: Literal["auto", "cpu", "cuda"] = "cpu"  # auto: cuda when present
     threads: int = 1  # torch CPU threads (Stockfish takes the other core)
     stockfish: StockfishSearch = StockfishSearch()  # how every Stockfish opponent searches
-    opponents: tuple[OpponentSpec, ...] = (OpponentSpec("random", "random"),)  # who the model plays, in order
-    conditioning_ratings: tuple[int, ...] = ()  # triples-v2 models: also play every opponent told each rating
-    conditioning_opponents: tuple[str, ...] = ()  # the opponents (names) of the told matches; empty: every one
-    conditioning_games: int | None = None  # games per opponent and told rating; null: `games`
+    opponents: tuple[OpponentSpec, ...] = (  # who the model plays, in order
+        OpponentSpec("random", "random"),
+        OpponentSpec("stockfish-skill0", "stockfish", skill=0),
+        OpponentSpec("stockfish-elo1500", "stockfish", uci_elo=1500),
+        OpponentSpec("selfplay-rl", "checkpoint", path=Path("data/selfplay/rl.pt")),
+    )
+    conditioning_ratings: tuple[int, ...] = (1000, 2000)  # triples-v2 models: also play every opponent told each rating
+    conditioning_opponents: tuple[str, ...] = ("random",)  # the told matches' opponents (names); empty: every one
+    conditioning_games: int | None = 16  # games per opponent and told rating; null: `games`
     match: ArenaConfig = flat(ArenaConfig)  # games per opponent, temperature, ply cap, seed
 
     def __post_init__(self) -> None:

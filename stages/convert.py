@@ -17,7 +17,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 # Nothing here uses BLAS: numpy need not start OpenBLAS's thread pool, whose spin-up costs a
 # tenth of a CPU second per process (set before numpy is first imported).
@@ -36,6 +36,8 @@ from chesscore.progress import progress_bar
 @dataclass(frozen=True)
 class Settings:
     """params.yaml's `convert:` section; every key is also a flag (`--shard-games 50000`)."""
+
+    OUTPUT_NEUTRAL: ClassVar[tuple[str, ...]] = ("workers",)  # not DVC params: the same bytes for any value
 
     validated: Path = Path("data/validated")  # the validate stage's output folder
     out: Path = Path("data/dataset")  # the dataset folder to write (shards/ and manifest.json)

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar
 
 from chesscore import failures
 from chesscore.cli.outlock import hold_output
@@ -36,21 +36,14 @@ from chesscore.selfplay.run import CHECKPOINT, STATS, Execution, RunConfig, run_
 class Settings:
     """params.yaml's `selfplay:` section; every key is also a flag (`--games 128 --workers 0`)."""
 
+    OUTPUT_NEUTRAL: ClassVar[tuple[str, ...]] = ("workers", "backend", "stockfish")  # not DVC params: the
+    # same bytes for any count and backend; the judge's path is where it is installed (stats.json has its version)
+
     checkpoint: Path = Path("data/train/best.pt")  # the supervised model: starting policy, KL reference, eval opponent
     out: Path = Path("data/selfplay")  # rl.pt, games.pgn, dataset/ (shards + manifest), stats.json
-    workers: int = 2  # worker processes (0: in this process); the output is the same for any count
-    threads_per_worker: int = 1  # torch threads in each worker
-    backend: Literal["process", "ray"] = "process"  # ray: the shards on the Ray cluster of RAY_ADDRESS
-    device: Literal["auto", "cpu", "cuda"] = "cpu"  # of the update, and of the games when workers is 0
     resume: str = "auto"  # auto: continue OUT/rl.pt when its identity matches; none; or a path
-    stockfish: str | None = None  # the judge's Stockfish executable; null: PATH, then /usr/games/stockfish
+    execution: Execution = flat(Execution)  # workers, threads, backend, device, the judge (chesscore.selfplay.run)
     run: RunConfig = flat(RunConfig)  # games, iterations, the update (chesscore.selfplay.run)
-
-    def __post_init__(self) -> None:
-        if self.workers < 0 or self.threads_per_worker < 1:
-            raise ValueError(
-                f"workers must be >= 0 and threads_per_worker >= 1, got {self.workers}, {self.threads_per_worker}"
-            )
 
 
 def no_progress(parser: argparse.ArgumentParser) -> None:
@@ -118,17 +111,10 @@ def summary(stats: dict[str, Any], settings: Settings) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     settings, args = stage_settings(argv, "selfplay", Settings, __doc__, extra=no_progress)
-    device = str(pick_device(settings.device))
+    chosen = settings.execution
     # No Stockfish for the judge: exit 78 with the command that installs it (run_stage).
-    stockfish = find_stockfish(settings.stockfish) if settings.run.adjudication.enabled else None
-    execution = Execution(
-        stockfish=stockfish,
-        workers=settings.workers,
-        threads_per_worker=settings.threads_per_worker,
-        backend=settings.backend,
-        device=device,
-        progress=not args.no_progress,
-    )
+    stockfish = find_stockfish(chosen.stockfish) if settings.run.adjudication.enabled else None
+    execution = replace(chosen, device=str(pick_device(chosen.device)), stockfish=stockfish)
     if not settings.checkpoint.is_file():
         raise failures.BadInput(f"{settings.checkpoint}: no checkpoint (run the train stage first)")
     hold_output(settings.out, "selfplay")
@@ -139,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         execution,
         resume=settings.resume,
         log=lambda line: print(line, file=sys.stderr, flush=True),
+        progress=not args.no_progress,
     )
     print(summary(stats, settings))
     return 0

@@ -23,7 +23,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 # Nothing here uses BLAS: numpy need not start OpenBLAS's thread pool, whose spin-up costs a
 # tenth of a CPU second per process (set before numpy is first imported).
@@ -43,6 +43,8 @@ from chesscore.progress import progress_bar
 @dataclass(frozen=True)
 class Settings:
     """params.yaml's `validate:` section; every key is also a flag (`--batch-games 2000`)."""
+
+    OUTPUT_NEUTRAL: ClassVar[tuple[str, ...]] = ("workers",)  # not DVC params: the same bytes for any value
 
     raw: tuple[Path, ...] = (Path("data/raw"),)  # PGN files (.pgn, .pgn.zst, .gz, .bz2) or folders of them
     out: Path = Path("data/validated")  # output folder

@@ -150,8 +150,8 @@ def toy_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (path / "step.py").write_text(TOY_STAGE)
     (path / "dvc.yaml").write_text(TOY_DVC)
     (path / "params.yaml").write_text(
-        "validate:\n  raw: data/raw\ntoy:\n  greeting: hello\n"
-        "profiles:\n  demo:\n    toy.greeting: hello\n  other:\n    toy.greeting: bonjour\n"
+        "validate:\n  raw: data/raw\nconvert:\n  split_key: chesscore-split-v1\n"
+        "profiles:\n  other:\n    convert.split_key: other-key\n"
     )
     run(["git", "add", "-A"], path)
     run(["git", "commit", "-qm", "toy pipeline"], path)

@@ -183,7 +183,7 @@ def test_a_board_model_plays_and_is_evaluated_through_the_cached_paths(tmp_path)
     assert "board_readout" not in CONFIGS["demo-moves"].to_dict()
     assert CONFIGS["demo-board"].to_dict()["board_readout"] is True
     assert GPTConfig(**CONFIGS["demo-moves"].to_dict()) == CONFIGS["demo-moves"]
-    assert TrainConfig(model="demo-board").model_config() == CONFIGS["demo-board"]
+    assert TrainConfig(model="demo-board", tokens="triples-v1").model_config() == CONFIGS["demo-board"]
 
 
 # The learning test: games of random legal moves, and the rule "the source token names a square

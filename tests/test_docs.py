@@ -98,8 +98,8 @@ def test_the_readmes_sample_summary_is_what_the_committed_run_gives():
     folders = summary.folders(PROJECT)
     facts: dict = {stage: None for stage in summary.REPORTS}
     for stage in ("validate", "evaluate", "arena", "selfplay"):
-        text = committed(f"{folders[stage]}/{summary.REPORTS[stage][2]}")
-        assert text is not None, f"{folders[stage]}/{summary.REPORTS[stage][2]} is not committed: `make lock`"
+        text = committed(f"{folders[stage]}/{summary.REPORTS[stage][1]}")
+        assert text is not None, f"{folders[stage]}/{summary.REPORTS[stage][1]} is not committed: `make lock`"
         facts[stage] = json.loads(text)
     given = summary_groups(summary.lines(facts))
     for stage in ("validate", "evaluate", "selfplay", "arena", "verdicts"):

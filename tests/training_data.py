@@ -18,6 +18,7 @@ from chesscore.train.batching import TokenList
 from chesscore.train.config import TrainConfig
 from chesscore.train.data import TrainData
 from chesscore.train.distributed import setup
+from chesscore.train.optim import OptimConfig
 from chesscore.train.trainer import train
 from tests.sample import sample_games
 
@@ -68,6 +69,8 @@ MODEL = replace(CONFIGS["tiny"], dropout=0.1)
 # single microbatch), validation every 3 updates and at epoch ends, 13 updates in all.
 CONFIG = TrainConfig(
     model="tiny",
+    tokens="triples-v1",
+    optim=OptimConfig(lr=3e-4),
     micro=4,
     accum=2,
     epochs=5,

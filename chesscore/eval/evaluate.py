@@ -51,8 +51,8 @@ class DatasetMismatch(Refused, ValueError):
 
 @dataclass(frozen=True)
 class EvalConfig:
-    games: int | None = 200  # test games sampled (bottom-k by keyed hash of game id); None: all
-    batch_size: int = 32  # games per batch (one row of the key/value cache each)
+    games: int | None = 100  # test games sampled (bottom-k by keyed hash of game id); None: all
+    batch_size: int = 64  # games per batch (one row of the key/value cache each)
     top_k: int = 3  # move matching reports top-1 and top-k
     seed: int = 0  # keys the sample
     rating_bin: int = 100  # width of a rating bucket

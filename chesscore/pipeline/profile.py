@@ -1,8 +1,10 @@
 """Profiles: named sets of params.yaml values, switched so that DVC sees (and records) the change.
 
-params.yaml's top-level values are the `demo` profile (CPU, minutes). `profiles:` lists, per
-profile, dotted-key overrides such as `train.model: baseline`; `profiles: demo:` names the same
-keys with their demo values, so every profile can be switched back (a test keeps them in step).
+params.yaml's top-level values are the defaults of the stages' settings dataclasses, the `demo`
+profile (CPU, minutes; chesscore.pipeline.settings). `profiles:` lists, per profile, the dotted
+keys it changes, such as `train.model: baseline`. A profile's values are its own keys and, for
+every other key some profile sets, the default: so switching from any profile to any other
+(`demo` included, which sets no key of its own) gives the same file.
 
     python -m chesscore.pipeline.profile baseline              # dvc exp run -S train.model=baseline ...
     python -m chesscore.pipeline.profile baseline --apply      # write the values into params.yaml; then `dvc repro`
@@ -31,12 +33,16 @@ PARAMS = Path("params.yaml")
 
 
 def profile_values(name: str, params_path: Path = PARAMS) -> dict[str, Any]:
-    """The dotted-key values of profile `name`, each checked to name an existing key."""
+    """The dotted-key values of profile `name` (`demo`: the defaults), with the default of every
+    key another profile sets; each checked to name an existing key."""
+    from chesscore.pipeline.settings import DEMO, demo_values
+
     params = load_params(params_path)
     profiles = params.get("profiles") or {}
-    if name not in profiles:
-        raise SystemExit(f"{params_path}: no profile {name!r} (profiles: {', '.join(profiles) or 'none'})")
-    values = dict(profiles[name] or {})
+    if name not in profiles and name != DEMO:
+        names = ", ".join([DEMO, *profiles])
+        raise SystemExit(f"{params_path}: no profile {name!r} (profiles: {names})")
+    values = {**demo_values(params_path), **(profiles.get(name) or {})}
     for key in values:
         _lookup(params, key, params_path)
     return values

@@ -20,14 +20,14 @@ from typing import Any
 from chesscore.cli.params import load as load_params
 from chesscore.fileio import update_text
 
-# stage -> (params key of its output folder, default folder, report file in it)
+# stage -> (params key of its output folder, report file in it)
 REPORTS = {
-    "validate": ("out", "data/validated", "report.json"),
-    "convert": ("out", "data/dataset", "manifest.json"),
-    "train": ("output", "data/train", "results.json"),
-    "evaluate": ("out", "data/evaluate", "evaluation.json"),
-    "arena": ("out", "data/arena", "arena.json"),
-    "selfplay": ("out", "data/selfplay", "stats.json"),
+    "validate": ("out", "report.json"),
+    "convert": ("out", "manifest.json"),
+    "train": ("output", "results.json"),
+    "evaluate": ("out", "evaluation.json"),
+    "arena": ("out", "arena.json"),
+    "selfplay": ("out", "stats.json"),
 }
 
 
@@ -39,11 +39,14 @@ def _read(path: Path) -> dict[str, Any] | None:
 
 
 def folders(root: Path) -> dict[str, str]:
-    """Each stage's output folder, as params.yaml names it (relative to the checkout)."""
+    """Each stage's output folder, as params.yaml names it (relative to the checkout), else the
+    stage's default."""
+    from chesscore.pipeline.settings import default_of
+
     params = load_params(root / "params.yaml")
     return {
-        stage: str(((params or {}).get(stage) or {}).get(key) or default)
-        for stage, (key, default, _) in REPORTS.items()
+        stage: str(((params or {}).get(stage) or {}).get(key) or default_of(f"{stage}.{key}"))
+        for stage, (key, _) in REPORTS.items()
     }
 
 
@@ -52,7 +55,7 @@ def collect(root: str | Path = ".") -> dict[str, Any]:
     of the reports a person reads next."""
     root = Path(root)
     where = folders(root)
-    facts: dict[str, Any] = {stage: _read(root / where[stage] / REPORTS[stage][2]) for stage in REPORTS}
+    facts: dict[str, Any] = {stage: _read(root / where[stage] / REPORTS[stage][1]) for stage in REPORTS}
     report = Path(where["evaluate"]) / "report.md"
     facts["report"] = report.as_posix() if (root / report).is_file() else None
     facts["arena_report"] = (Path(where["arena"]) / "report.md").as_posix()

@@ -89,10 +89,10 @@ class RunConfig:
     games: int = 64  # self-play games per iteration
     opponent: str = "self"  # "self", or the path of a checkpoint the model plays against
     temperature: float = 1.0  # sampling temperature of the self-play games (and of the policy)
-    max_plies: int = 150  # ply cap: the judge's score of the final position decides (a draw without one)
+    max_plies: int = 120  # ply cap: the judge's score of the final position decides (a draw without one)
     shard_games: int = 32  # games per shard (one seed each); the output depends on it
-    lr: float = 1e-5  # AdamW, no weight decay: the KL term keeps the weights near the reference
-    kl_coef: float = 0.1  # weight of KL(policy || supervised) per move
+    lr: float = 0.001  # AdamW, no weight decay: the KL term keeps the weights near the reference
+    kl_coef: float = 0.05  # weight of KL(policy || supervised) per move
     batch_games: int = 16  # sides per forward/backward of the update
     grad_clip: float = 1.0  # max global gradient norm of an update
     eval_games: int = 32  # games against the frozen supervised model after an update (0: none)
@@ -135,12 +135,17 @@ class RunConfig:
 class Execution:
     """How the games are played: changes the speed, never the output."""
 
-    workers: int = 2  # worker processes (0: in this process)
-    threads_per_worker: int = 1
-    backend: str = "process"  # or "ray"
-    device: str = "cpu"  # of the update, and of the games when workers == 0 (workers play on CPU)
-    progress: bool = False
-    stockfish: str | None = None  # the judge's executable (None: find_stockfish() in each worker)
+    workers: int = 2  # worker processes (0: in this process); the output is the same for any count
+    threads_per_worker: int = 1  # torch threads in each worker
+    backend: Literal["process", "ray"] = "process"  # ray: the shards on the Ray cluster of RAY_ADDRESS
+    device: Literal["auto", "cpu", "cuda"] = "cpu"  # of the update, and of the games when workers is 0
+    stockfish: str | None = None  # the judge's Stockfish executable; null: PATH, then /usr/games/stockfish
+
+    def __post_init__(self) -> None:
+        if self.workers < 0 or self.threads_per_worker < 1:
+            raise ValueError(
+                f"workers must be >= 0 and threads_per_worker >= 1, got {self.workers}, {self.threads_per_worker}"
+            )
 
 
 def told_prefix(cfg: RunConfig) -> tuple[int, int, int]:
@@ -196,6 +201,7 @@ def run_selfplay(
     execution: Execution = Execution(),
     resume: str = "auto",
     log: Callable[[str], None] = print,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Run (or continue) the iterations; write out/rl.pt, games.pgn, dataset/, stats.json,
     plots/iterations.csv; return the stats."""
@@ -232,9 +238,7 @@ def run_selfplay(
         log(f"resuming after iteration {len(history)} of {cfg.iterations}")
     timings: dict[int, dict] = {}
     if len(history) < cfg.iterations:
-        with SelfPlayPool(
-            execution.workers, execution.threads_per_worker, execution.backend, execution.progress
-        ) as pool:
+        with SelfPlayPool(execution.workers, execution.threads_per_worker, execution.backend, progress) as pool:
             pool.pids()  # wait for the workers to start, so the first iteration's moves/s is honest
             for k in range(len(history), cfg.iterations):
                 entry, records, timings[k] = _iteration(

@@ -20,7 +20,7 @@ import torch
 
 from chesscore import ranges, tokens
 from chesscore.conditioning import FIELDS
-from chesscore.config import flat
+from chesscore.config import flat, to_mapping
 from chesscore.fileio import code_sha256
 from chesscore.model import CONFIGS, GPTConfig, tokens_version
 from chesscore.train.batching import steps_per_epoch
@@ -46,25 +46,25 @@ PRECISIONS = ("auto", "fp32", "bf16")
 
 @dataclass(frozen=True)
 class TrainConfig:
-    model: str = "demo"  # name of the model config in chesscore.model.CONFIGS
-    tokens: Literal["triples-v1", "triples-v2"] = "triples-v1"  # triples-v2: condition on ratings and time control
+    model: str = "demo-moves"  # name of the model config in chesscore.model.CONFIGS
+    tokens: Literal["triples-v1", "triples-v2"] = "triples-v2"  # triples-v2: condition on ratings and time control
     unknown_fraction: float = 0.1  # triples-v2: share of train games (seeded) read with the "unknown" prefix
     field_unknown_fraction: float = 0.2  # triples-v2: and per field, the share read with that field alone unknown
     skill_inputs: bool = False  # triples-v2: the ratings also added at every move position (Maia-2's skill inputs)
     micro: int = 16  # games per microbatch per rank
     accum: int = 1  # microbatches per optimizer update (global batch: micro * world * accum)
-    epochs: int = 20  # at most this many passes over the train split
+    epochs: int = 3  # at most this many passes over the train split
     seed: int = 2026  # model init, epoch plans and per-rank RNG derive from it
     optim: OptimConfig = flat(OptimConfig)  # AdamW and the peak of its schedule (keys of this section)
     schedule_steps: int | None = None  # cosine horizon; None: min(max_updates, epochs * steps per epoch)
     warmup_steps: int | None = None  # None: 10% of schedule_steps
     max_updates: int | None = None  # stop after this many optimizer updates (status max_updates)
-    max_seconds: float | None = None  # time budget of this invocation (status time_budget, resumable)
+    max_seconds: float | None = 900  # time budget of this invocation (status time_budget, resumable)
     deadline: str | float | None = None  # job deadline, absolute (ISO-8601 with zone or Unix seconds)
-    deadline_margin_seconds: float = 120.0  # soft stop this long before the deadline, to save
-    validation_every_steps: int | None = None  # also validate every K updates (always at epoch ends)
+    deadline_margin_seconds: float = 60  # soft stop this long before the deadline, to save
+    validation_every_steps: int | None = 100  # also validate every K updates (always at epoch ends)
     validation_micro: int | None = None  # games per validation batch per rank; None: 2 * micro
-    legality_eval_games: int | None = None  # games replayed for the legality metrics; None: all
+    legality_eval_games: int | None = 50  # games replayed for the legality metrics; None: all
     patience: int = 5  # early stop after this many validations without improvement
     min_delta: float = 1e-4  # improvement: validation NLL below best - min_delta
     bucket_pool_batches: int = 64  # length buckets sort within pools of this many global microbatches
@@ -122,6 +122,33 @@ class TrainConfig:
         return schedule_steps, warmup
 
 
+# TrainConfig's settings that the identity holds under a name of its own (tokenizer, conditioning,
+# model, schedule, seed, microbatch, accumulation, precision) or leaves out: stop conditions and
+# where or how visibly the run goes. Every other setting is a hyperparameter: a new field joins the
+# identity unless it is named here, so a resume can never ignore it by omission.
+IDENTITY_ELSEWHERE = frozenset(
+    {"model", "tokens", "unknown_fraction", "field_unknown_fraction", "skill_inputs", "schedule_steps", "warmup_steps"}
+    | {"seed", "micro", "accum", "precision"}
+)
+NOT_IN_IDENTITY = frozenset(
+    {
+        "max_updates",
+        "max_seconds",
+        "deadline",
+        "deadline_margin_seconds",
+        "log_every_steps",
+        "device",
+        "telemetry_seconds",
+    }
+)
+
+
+def hyperparameters(config: TrainConfig) -> dict[str, Any]:
+    """The identity's `hyperparameters`: every setting not held elsewhere in it nor left out."""
+    skipped = IDENTITY_ELSEWHERE | NOT_IN_IDENTITY
+    return {key: value for key, value in to_mapping(config).items() if key not in skipped}
+
+
 def uses_bf16(precision: str, device: torch.device) -> bool:
     """Whether a run of this `precision` setting autocasts to bf16 on `device` (auto: on CUDA
     only, as before the setting existed; bf16 on the CPU too, where torch's CPU autocast runs
@@ -165,18 +192,7 @@ def identity(
         "integrity_receipt_sha256": receipt_sha256,
         "model": {"name": config.model, "config": model_config.to_dict(), "parameters": parameters},
         "training_code": code_sha256([*TRAINING_CODE, *code_files]),
-        "hyperparameters": {
-            **config.optim.to_dict(),
-            "epochs": config.epochs,
-            "patience": config.patience,
-            "min_delta": config.min_delta,
-            "validation_every_steps": config.validation_every_steps,
-            "validation_micro": config.validation_micro,
-            "legality_eval_games": config.legality_eval_games,
-            "bucket_pool_batches": config.bucket_pool_batches,
-            "compile": config.compile,
-            "pad_to_multiple": config.pad_to_multiple,
-        },
+        "hyperparameters": hyperparameters(config),
         "schedule": {
             "kind": "linear warmup, cosine decay to lr * min_lr_ratio",
             "schedule_steps": schedule_steps,

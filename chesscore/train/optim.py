@@ -25,7 +25,7 @@ from chesscore import ranges
 
 @dataclass(frozen=True)
 class OptimConfig:
-    lr: float = 3e-4  # peak learning rate, reached at the end of warmup
+    lr: float = 0.002  # peak learning rate, reached at the end of warmup
     min_lr_ratio: float = 0.1  # the cosine ends at lr * min_lr_ratio and stays there
     weight_decay: float = 0.1  # on matrices only
     beta1: float = 0.9  # AdamW's first-moment decay

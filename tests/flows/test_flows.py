@@ -89,7 +89,7 @@ def test_bad_input_fails_at_once_with_the_stages_message(
     (toy_repo / "incoming").mkdir()
     run_id, state = run_flow(toy_repo, retry_delay_seconds=30, profile="other", input_dir=str(toy_repo / "incoming"))
     # The profile and the input folder were written into params.yaml before any stage ran.
-    assert yaml.safe_load((toy_repo / "params.yaml").read_text())["toy"]["greeting"] == "bonjour"
+    assert yaml.safe_load((toy_repo / "params.yaml").read_text())["convert"]["split_key"] == "other-key"
     assert yaml.safe_load((toy_repo / "params.yaml").read_text())["validate"]["raw"] == "incoming"
 
     assert state == "FAILED"

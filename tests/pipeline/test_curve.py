@@ -72,7 +72,7 @@ def test_set_values_win_over_the_profile_and_keep_two_curves_apart(capsys):
     assert curve.main(["human", "--budgets", "150", "--set", "train.model=demo-board", "--dry-run"]) == 0
     command = capsys.readouterr().out.splitlines()[-1]
     assert "-n human-150-demo-board " in command and "-S train.model=demo-board" in command
-    assert "-S train.model=demo-moves" not in command and "-S evaluate.human_games=200" in command
+    assert "-S train.model=demo-moves" not in command and "-S train.validation_every_steps=150" in command
 
 
 def test_a_point_carries_the_three_top1s_on_real_games():

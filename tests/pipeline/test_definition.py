@@ -7,14 +7,14 @@ from __future__ import annotations
 import ast
 import functools
 import importlib
-import re
 from pathlib import Path
 
 import pytest
 import yaml
 
 from chesscore.cli.params import stage_settings
-from chesscore.pipeline import profile
+from chesscore.config import setting_names
+from chesscore.pipeline import profile, settings
 from tests.imports import PROJECT, code_closure, unit
 
 DVC = yaml.safe_load((PROJECT / "dvc.yaml").read_text())
@@ -48,10 +48,6 @@ def names_in_code(stage: str) -> set[str]:
     return names
 
 
-def interpolated_keys(text: str, section: str) -> set[str]:
-    return set(re.findall(rf"\$\{{{section}\.([a-z_]+)\}}", text))
-
-
 @pytest.mark.parametrize("stage", STAGES)
 def test_a_stage_depends_on_the_packages_of_code_it_runs(stage: str) -> None:
     entry = DVC["stages"][stage]
@@ -75,16 +71,8 @@ def test_a_stage_lists_exactly_the_params_it_reads(stage: str) -> None:
     keys = {key.split(".", 1)[1] for key in listed}
     unread = {key for key in keys if key.split(".")[0] not in names_in_code(stage)}
     assert not unread, f"{stage}: dvc.yaml lists params the stage never reads: {sorted(unread)}"
-    # Every key of the section is a param, a path DVC already tracks as a dep/out, or a knob that
-    # leaves the outputs identical (named in dvc.yaml's `# output-neutral:` comment of the stage).
-    text = (PROJECT / "dvc.yaml").read_text()
-    block = text[text.index(f"\n  {stage}:\n") :]
-    block = block[: (re.search(r"\n  [a-z]+:\n", block[1:]) or re.search(r"\Z", block)).start() + 1]
-    neutral = set(re.findall(r"[a-z_]+", (re.search(r"# output-neutral:([^\n]*)", block) or [None, ""])[1]))
-    paths = interpolated_keys(block, stage)
-    assert not keys & paths, f"{stage}: {sorted(keys & paths)} are deps/outs already, not params"
-    untracked = set(PARAMS[stage]) - keys - paths - neutral
-    assert not untracked, f"{stage}: params.yaml keys that no dvc.yaml entry covers: {sorted(untracked)}"
+    # and lists every key but its deps/outs and its Settings.OUTPUT_NEUTRAL (one function says so)
+    assert settings.dvc_disagreements({"stages": {stage: entry}}) == []
 
 
 @pytest.mark.parametrize("stage", STAGES)
@@ -94,23 +82,52 @@ def test_a_stage_declares_outputs_and_metrics(stage: str) -> None:
     assert entry.get("metrics") or stage == "convert", f"{stage} has no metrics"
 
 
-def test_profiles_switch_the_same_keys_and_demo_is_the_default() -> None:
-    profiles = PARAMS["profiles"]
-    assert "demo" in profiles and "baseline" in profiles
-    for name, values in profiles.items():
-        for key in values:
-            node = PARAMS
-            for part in key.split("."):
-                assert part in node, f"profiles.{name}: {key} names no value in params.yaml"
-                node = node[part]
-    for values in profiles.values():
-        assert set(values) <= set(profiles["demo"]), f"demo cannot switch back {set(values) - set(profiles['demo'])}"
-    for key, value in profiles["demo"].items():
-        section, rest = key.split(".", 1)
-        node = PARAMS[section]
-        for part in rest.split("."):
-            node = node[part]
-        assert node == value, f"profiles.demo.{key} is {value!r} but the default is {node!r}"
+def test_params_yaml_and_dvc_yaml_hold_the_stage_defaults_and_nothing_else() -> None:
+    assert settings.disagreements(PROJECT / "params.yaml", PROJECT / "dvc.yaml") == []
+
+
+def test_a_second_default_anywhere_fails_the_check(tmp_path: Path) -> None:
+    """A value in params.yaml that is not the dataclass's default, a profile repeating a default,
+    a demo profile written out, a dvc.yaml param list off by one: each is named."""
+    text = (PROJECT / "params.yaml").read_text()
+    params = tmp_path / "params.yaml"
+    params.write_text(text.replace("\n  lr: 0.002 ", "\n  lr: 0.003 ", 1))
+    assert any("train.lr is 0.003" in p for p in settings.disagreements(params, tmp_path / "none.yaml"))
+    params.write_text(text.replace("  baseline:\n", "  baseline:\n    train.micro: 16\n", 1))
+    assert any("profiles.baseline.train.micro: 16 is the default" in p for p in settings.disagreements(params))
+    params.write_text(text.replace("profiles:\n", "profiles:\n  demo:\n    train.model: demo-moves\n", 1))
+    assert any("profiles.demo is derived" in p for p in settings.disagreements(params))
+    dvc = yaml.safe_load((PROJECT / "dvc.yaml").read_text())
+    dvc["stages"]["train"]["params"].remove("train.lr")
+    dvc["stages"]["selfplay"]["params"].append("selfplay.workers")
+    problems = settings.dvc_disagreements(dvc)
+    assert any("does not list param train.lr" in p for p in problems), problems
+    assert any("lists selfplay.workers" in p for p in problems), problems
+
+
+@pytest.mark.parametrize("stage", settings.STAGES)
+def test_no_setting_is_declared_twice_in_a_stage(stage: str) -> None:
+    """A flat sub-config's key that the stage declares too would be two settings of one name."""
+    names = setting_names(settings.settings_class(stage))
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+
+
+def test_a_profile_is_the_same_values_from_wherever_it_is_switched(tmp_path: Path) -> None:
+    """(The same bytes too, but for a comment's column after a list of another length.)"""
+    params = tmp_path / "params.yaml"
+    original = (PROJECT / "params.yaml").read_text()
+    names = ["demo", *PARAMS["profiles"]]
+    files = {}
+    for name in names:
+        params.write_text(original)
+        profile.apply(profile.profile_values(name, params), params)
+        files[name] = params.read_text()
+    assert files["demo"] == original
+    for start in names:
+        for name in names:
+            params.write_text(files[start])
+            profile.apply(profile.profile_values(name, params), params)
+            assert yaml.safe_load(params.read_text()) == yaml.safe_load(files[name]), f"{start} -> {name}"
 
 
 def test_applying_a_profile_and_back_restores_params_yaml_byte_for_byte(tmp_path: Path) -> None:
@@ -134,7 +151,7 @@ def test_applying_a_profile_and_back_restores_params_yaml_byte_for_byte(tmp_path
     )
 
 
-@pytest.mark.parametrize("name", sorted(PARAMS["profiles"]))
+@pytest.mark.parametrize("name", ["demo", *sorted(PARAMS["profiles"])])
 def test_every_profile_gives_every_stage_settings_it_accepts(tmp_path: Path, name: str) -> None:
     """A profile's values pass each stage's own checks (an opponent its told matches name, a
     known model, ranges) before anyone spends a run on it; one that a stage refuses fails here."""

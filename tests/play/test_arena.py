@@ -200,6 +200,7 @@ arena:
   out: {tmp_path / "arena"}
   games: 8
   max_plies: 120
+  conditioning_ratings: []  # a triples-v1 model: no told matches
   stockfish: {{movetime_ms: null, nodes: 300}}
   opponents:
     - {{name: random, kind: random}}

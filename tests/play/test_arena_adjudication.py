@@ -100,6 +100,7 @@ arena:
   checkpoint: {tmp_path / "best.pt"}
   games: 4
   max_plies: 80
+  conditioning_ratings: []  # a triples-v1 model: no told matches
   adjudication: {{judge_nodes: 300, every_plies: 3, resign_moves: 2}}
   opponents: [{{name: random, kind: random}}]
 """)

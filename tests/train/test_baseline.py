@@ -31,6 +31,7 @@ PARAMETERS = 85_940_736
 # schedule_steps fixed, so extending max_updates from 2 to 3 keeps the identity (a resume).
 CONFIG = TrainConfig(
     model="baseline",
+    tokens="triples-v1",
     micro=2,
     epochs=10,
     schedule_steps=3,

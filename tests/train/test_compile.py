@@ -23,6 +23,7 @@ from chesscore.train.compiled import width_count
 from chesscore.train.config import TrainConfig
 from chesscore.train.data import TrainData
 from chesscore.train.distributed import setup
+from chesscore.train.optim import OptimConfig
 from chesscore.train.trainer import Trainer
 from tests.training_data import sample_tokens
 
@@ -81,6 +82,8 @@ def test_compiled_training_over_many_lengths_compiles_once_per_width_and_matches
     data = many_lengths(46)
     config = TrainConfig(
         model=model,
+        tokens="triples-v1",
+        optim=OptimConfig(lr=3e-4),  # the tolerances below were measured at this lr
         micro=4,
         epochs=2,
         max_updates=24,
@@ -127,7 +130,16 @@ def test_compiled_training_over_many_lengths_compiles_once_per_width_and_matches
 
 def test_bf16_autocast_on_the_cpu_follows_fp32_and_keeps_fp32_weights(tmp_path):
     data = many_lengths(24)
-    config = TrainConfig(model="demo", micro=4, max_updates=8, log_every_steps=1, legality_eval_games=2, seed=3)
+    config = TrainConfig(
+        model="demo",
+        tokens="triples-v1",
+        optim=OptimConfig(lr=3e-4),  # the tolerances below were measured at this lr
+        micro=4,
+        max_updates=8,
+        log_every_steps=1,
+        legality_eval_games=2,
+        seed=3,
+    )
     fp32, fp32_results = run(data, tmp_path / "fp32", replace(config, precision="fp32"))
     bf16, bf16_results = run(data, tmp_path / "bf16", replace(config, precision="bf16"))
     assert bf16.bf16 and not fp32.bf16
@@ -152,7 +164,16 @@ def test_compiled_without_padding_marks_the_shapes_dynamic_and_compiles_once(tmp
     """pad_to_multiple 0: no padding, one compilation for 12 batch lengths and a partial batch."""
     torch._dynamo.reset()
     data = many_lengths(46)
-    config = TrainConfig(model="tiny", micro=4, max_updates=12, log_every_steps=1, legality_eval_games=2, seed=5)
+    config = TrainConfig(
+        model="tiny",
+        tokens="triples-v1",
+        optim=OptimConfig(lr=3e-4),  # the tolerances below were measured at this lr
+        micro=4,
+        max_updates=12,
+        log_every_steps=1,
+        legality_eval_games=2,
+        seed=5,
+    )
     eager, _ = run(data, tmp_path / "eager", config)
     compiled, results = run(data, tmp_path / "compiled", replace(config, compile=True))
     report = results["compile"]

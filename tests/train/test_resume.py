@@ -164,3 +164,33 @@ def test_non_finite_gradient_norm_fails_loudly_and_keeps_the_last_checkpoint(dat
     model, payload = checkpoint.load_model(tmp_path / "last.pt")  # the step-0 checkpoint, intact
     assert payload["train_state"]["step"] == 0
     assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
+def test_every_train_setting_is_in_the_identity_or_named_as_left_out() -> None:
+    """The identity's hyperparameters are derived from TrainConfig: a new setting joins them
+    unless it is named as held elsewhere or left out, so no resume ignores it by omission."""
+    from chesscore.config import from_mapping, setting_names
+    from chesscore.train.config import IDENTITY_ELSEWHERE, NOT_IN_IDENTITY, TrainConfig, hyperparameters, identity
+
+    names, hyper = set(setting_names(TrainConfig)), set(hyperparameters(TrainConfig()))
+    assert hyper | IDENTITY_ELSEWHERE | NOT_IN_IDENTITY == names
+    assert not (hyper & IDENTITY_ELSEWHERE or hyper & NOT_IN_IDENTITY or IDENTITY_ELSEWHERE & NOT_IN_IDENTITY)
+
+    def identity_of(change: dict) -> dict:
+        config = from_mapping(TrainConfig, change, "test")
+        return identity(
+            config, config.model_config(), 1, dataset_fingerprint="x", world_size=1, precision="fp32", n_train_games=100
+        )
+
+    base = identity_of({})
+    for change in (
+        {"lr": 0.01},
+        {"patience": 2},
+        {"pad_to_multiple": 64},
+        {"micro": 8},
+        {"seed": 1},
+        {"tokens": "triples-v1"},
+    ):
+        assert identity_of(change) != base, change
+    for change in ({"max_seconds": 10.0}, {"log_every_steps": 3}, {"deadline_margin_seconds": 5.0}):
+        assert identity_of(change) == base, change
