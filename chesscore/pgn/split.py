@@ -53,7 +53,14 @@ class RawGame(NamedTuple):
 
 
 def _comment_after(line: bytes, in_comment: bool) -> bool:
-    """Whether a {comment} is still open at the end of `line` (a ; comment ends the line)."""
+    """Whether a {comment} is still open at the end of `line` (a ; comment ends the line).
+    Linear in the line's length, however many comments it holds: each byte is searched once for
+    `{`, once for `}` and once for `;` (a line of 10 MB of comments once took minutes here, each
+    comment searching the rest of the line for a `;` again)."""
+    semicolon = line.find(b";")
+    if semicolon < 0:  # comments do not nest: the last brace tells (no brace: nothing changes)
+        last_open, last_close = line.rfind(b"{"), line.rfind(b"}")
+        return in_comment if last_open == last_close else last_open > last_close
     at = 0
     while True:
         if in_comment:
@@ -62,7 +69,9 @@ def _comment_after(line: bytes, in_comment: bool) -> bool:
                 return True
             in_comment, at = False, close + 1
         else:
-            brace, semicolon = line.find(b"{", at), line.find(b";", at)
+            if 0 <= semicolon < at:  # that ; was inside a comment: the next one
+                semicolon = line.find(b";", at)
+            brace = line.find(b"{", at)
             if brace < 0 or 0 <= semicolon < brace:
                 return False
             in_comment, at = True, brace + 1
