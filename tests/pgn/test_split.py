@@ -5,6 +5,7 @@ line-by-line path on generated layouts, for any block boundaries."""
 from __future__ import annotations
 
 import re
+import tracemalloc
 
 import pytest
 from hypothesis import given, settings
@@ -334,3 +335,21 @@ def test_games_before_a_break_come_out_while_a_long_game_waits_for_more():
         for game in split_games(broken()):
             got.append((game.index, game.offset, game.data, game.odd))
     assert got == games_of(data)[:-1]  # the last one is open where the stream broke
+
+
+def test_a_buffer_of_tiny_segments_is_looked_at_in_bounded_memory():
+    """Every `\\n\\n[` is a candidate game start for the numpy pass, which looked at the last 32
+    bytes of all of them at once (int64 offsets): a comment game of `{ a\\n\\n[b] }`s, 12 bytes
+    each, took 63 bytes of memory a byte (778 MiB RSS for a 10 MB fuzz input, over the 512 MiB
+    bound of docs/limits.md). The tails are looked at a piece at a time (numpy's allocations are
+    traced, so this counts bytes, not time)."""
+    unit = b"{ a\n\n[b] } "
+    data = LONG_GAME_HEAD + unit * 200_000 + b"\n"
+    tracemalloc.start()
+    try:
+        games = games_of(data)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(games) == 1 and games[0][2] == data
+    assert peak < 25 * len(data), peak / len(data)
