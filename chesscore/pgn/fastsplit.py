@@ -28,6 +28,7 @@ _BAD_LINE_START = np.zeros(256, bool)
 _BAD_LINE_START[[ord(c) for c in "\n \t\f\v\r["] + [0xEF]] = True
 _TAIL = 32  # bytes at the end of a movetext where its last brace usually is
 _RARE_BY_FIND = 64  # rare bytes in a buffer found one by one before a numpy scan pays
+_SEGMENTS_AT_ONCE = 1 << 14  # segments whose tails are looked at together (4 MB of temporaries)
 
 
 def _count(positions: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
@@ -41,8 +42,16 @@ def _comments_closed(a: np.ndarray, buf: bytes, starts: np.ndarray, ends: np.nda
     1-0`), so the last brace is looked for in the last _TAIL bytes of every segment at once;
     only segments with none there are searched with memrchr."""
     closed = np.ones(len(starts), bool)
-    if not len(starts):
-        return closed
+    # _TAIL x 8 bytes a segment in each temporary: a piece at a time, or a buffer of tiny segments
+    # (a comment game of `{ a\n\n[b] }`s, 12 bytes each) would take 56 bytes of memory a byte.
+    for first in range(0, len(starts), _SEGMENTS_AT_ONCE):
+        piece = slice(first, first + _SEGMENTS_AT_ONCE)
+        closed[piece] = _tails_closed(a, buf, starts[piece], ends[piece])
+    return closed
+
+
+def _tails_closed(a: np.ndarray, buf: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    closed = np.ones(len(starts), bool)
     at = ends[:, None] - np.arange(1, _TAIL + 1)  # each segment's tail, last byte first
     window = np.where(at >= starts[:, None], a[np.maximum(at, 0)], 0)
     brace = (window == ord("{")) | (window == ord("}"))

@@ -5,9 +5,10 @@
 Inputs are windows of the embedded sample (data/raw/lichess_sample.pgn.zst), generated games
 and small hand-made fixtures, mutated 1-4 times (byte flips, truncations, inserted braces,
 parentheses, NULs, invalid UTF-8 and huge numbers, header edits, lost or doubled blank lines,
-CRLF, BOMs, repeated games) and written plain, .zst, .gz or .bz2 (some with the compressed
-bytes cut or flipped). Each goes through the stages' own main() in this process, mapped to exit
-codes as their CLIs map them (chesscore.failures.classify), and is checked: exit 0 or 65, no
+CRLF, BOMs, repeated games, games of megabytes of comments under and over the 8 MiB cap) and
+written plain, .zst, .gz or .bz2 (some with the compressed bytes cut or flipped). Each goes
+through the stages' own main() in this process, mapped to exit codes as their CLIs map them
+(chesscore.failures.classify), and is checked: exit 0 or 65, no
 traceback, games seen = accepted + rejected for the file, no `internal_error` reject, convert
 exit 0 on what validate wrote (or 65 for a split left without a game), and CPU time within a
 factor of what unmutated inputs cost per byte and per game (calibrated on unmutated inputs
@@ -35,6 +36,7 @@ import zstandard
 
 from chesscore import failures
 from chesscore.cli import outlock
+from chesscore.pgn.split import MAX_GAME_BYTES
 from tests.hardening.pgnfiles import SAMPLE, random_games
 
 FACTOR = 10  # a mutated input may cost this many times an unmutated one per byte
@@ -169,6 +171,35 @@ def tiny_games(rng, data):
     return data + rng.choice([b"*\n\n", b"1. e4 *\n\n", b'[Result "*"]\n\n*\n\n']) * rng.randint(100, 30_000)
 
 
+# Issue 43: a game of megabytes of {comments} and no result cost minutes (every comment searched
+# the rest of its line again, and the game was only found over the cap after all of it was read).
+COMMENT_UNITS = [
+    b"{ comment } ",  # on one line
+    b"1. e4 { c } 1... e5 { c } ",  # between moves
+    b"{ c } " * 12 + b"\n",  # on many lines
+    b"{ c\n\nc } ",  # with blank lines inside
+    b"{ ; } ",  # holding what starts a ; comment outside one
+    b"{ a\n\n[b] } ",  # holding what starts a game outside one
+]
+
+
+def comment_flood(rng, data):
+    """A game of comments, 10 KB to the 8 MiB cap (log-uniform) or just past it (a third of the
+    time), in one of the shapes above or one giant comment, with or without a result, last in
+    the file (half the time: the reproduction's place) or anywhere."""
+    if rng.random() < 1 / 3:
+        size = rng.randint(MAX_GAME_BYTES + 1, MAX_GAME_BYTES + (2 << 20))
+    else:
+        size = int(10_000 * (MAX_GAME_BYTES / 10_000) ** rng.random())
+    if rng.random() < 0.15:
+        body = b"{ " + b"comment " * (size // 8) + b"}"
+    else:
+        unit = rng.choice(COMMENT_UNITS)
+        body = unit * (size // len(unit))
+    game = b'[Event "comments"]\n[Result "*"]\n\n' + body + rng.choice([b"", b" *", b" 1-0"]) + b"\n"
+    return data + b"\n" + game if rng.random() < 0.5 else _insert(rng, data, game)
+
+
 def splice(rng, data):
     a, b = sorted((_at(rng, data), _at(rng, data)))
     return data[:a] + data[b:] + data[a:b]
@@ -195,7 +226,9 @@ MUTATIONS: list[Callable[[random.Random, bytes], bytes]] = [
     escape_lines,
     nested,
     tiny_games,
+    comment_flood,
 ]
+MAX_INPUT_BYTES = 3 * MAX_GAME_BYTES  # a mutation that would make more is left out (a repeat of a flood)
 
 
 def container(rng: random.Random, data: bytes) -> tuple[str, bytes, str]:
@@ -230,8 +263,10 @@ def make_input(rng: random.Random, games: list[bytes], mutate: bool = True) -> t
     steps = [source]
     for _ in range(rng.randint(1, 4) if mutate else 0):
         mutation = rng.choice(MUTATIONS)
-        data = mutation(rng, data)
-        steps.append(mutation.__name__)
+        mutated = mutation(rng, data)
+        if len(mutated) <= MAX_INPUT_BYTES:  # 200 MB of repeated comments would only cost time
+            data = mutated
+            steps.append(mutation.__name__)
     return data, steps
 
 

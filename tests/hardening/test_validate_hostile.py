@@ -1,9 +1,11 @@
 """The validate stage on hostile input, each case built from a reproduction of issue 15: one odd
 game never stops a run, a stray NUL loses only its game, a file without blank lines or a
-decompression bomb stays in bounded memory, a game of many comments in linear time."""
+decompression bomb stays in bounded memory, a game of many comments in linear time (issue 43:
+over the cap or not, counted rather than timed)."""
 
 from __future__ import annotations
 
+import chess.pgn
 import pyarrow as pa
 import pytest
 import zstandard
@@ -12,7 +14,8 @@ from chesscore.ingest import validate
 from chesscore.ingest.validate import BatchJob, ValidateConfig, validate_batch
 from chesscore.ingest.validate_run import GAMES, REJECTS, run_validate
 from chesscore.pgn import meta
-from chesscore.pgn.split import split_games
+from chesscore.pgn.split import MAX_GAME_BYTES, split_games
+from tests.counted import count_split_work
 from tests.hardening.pgnfiles import random_game, random_games, run_stage
 
 
@@ -180,3 +183,80 @@ def test_a_long_game_for_python_chess_is_read_in_bounded_time_and_memory(tmp_pat
     assert run.code == 0, run.stderr
     assert [(r["game_index"], r["reason"]) for r in read(tmp_path / "out", REJECTS)] == [(2, "too_long")]
     assert run.peak_rss_mib < 400 and run.cpu_seconds < 10, (run.peak_rss_mib, run.cpu_seconds)
+
+
+COMMENT_GAME_HEAD = b'[Event "x"]\n[Site "y"]\n[White "a"]\n[Black "b"]\n[Result "*"]\n\n'
+
+
+def counted_python_chess(monkeypatch) -> list:
+    """A list that grows by one for every game python-chess is asked to read."""
+    reads: list = []
+    real = chess.pgn.read_game
+    monkeypatch.setattr(chess.pgn, "read_game", lambda *args, **kwargs: reads.append(1) or real(*args, **kwargs))
+    return reads
+
+
+def test_a_10_mb_game_of_comments_is_one_oversized_reject_in_linear_work(tmp_path, monkeypatch):
+    """Issue 43, as a new user tried it: one game of 10 MB of `{ comment }`s and no result took
+    139 s of CPU (every comment searched the rest of its line again). It is over the 8 MiB cap:
+    one reject naming the file, game and byte, python-chess never reads it, and the splitter
+    looks at each byte a bounded number of times (counted, not timed)."""
+    data = COMMENT_GAME_HEAD + b"{ comment } " * (10_000_000 // 12) + b"\n"
+    path = tmp_path / "comments.pgn"
+    path.write_bytes(data)
+    work, reads = count_split_work(monkeypatch), counted_python_chess(monkeypatch)
+    report = run_validate([path], tmp_path / "out", ValidateConfig())
+    rejects = read(tmp_path / "out", REJECTS)
+    where = [(r["source_path"], r["game_index"], r["byte_offset"], r["reason"], r["detail"]) for r in rejects]
+    assert where == [(path.as_posix(), 0, 0, "unparsable", f"game text over {MAX_GAME_BYTES} bytes")]
+    assert report["games_seen"] == 1 and report["reference_reads"] == 0 and not reads
+    assert work.searched <= 2 * len(data) and work.walked <= 3 * len(data), (work, len(data))
+
+
+CAP = 64 << 10  # the tests below lower the cap to keep the files small
+OVERSIZED = {  # what follows the tags of a game of about 2.5 x CAP
+    "comments": b"{ c } " * 27_000 + b"\n",
+    "moves between comments": b"1. e4 { c } 1... e5 { c } " * 6_500 + b"\n",
+    "comment lines": (b"{ c } " * 12 + b"\n") * 2_300,
+    "comment paragraphs": (b"{ c\n\nc } " * 8 + b"\n") * 2_300,
+    "one comment": b"{ " + b"comment " * 20_000 + b"}\n",
+    "semicolons in comments": b"{ ; } " * 27_000 + b"\n",
+    "game starts in comments": (b"1. e4 { a\n\n[b] } 1... e5 { c } " * 4 + b"\n") * 1_300,
+}
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["pgn", "zst"])
+@pytest.mark.parametrize("body", OVERSIZED.values(), ids=OVERSIZED)
+def test_a_comment_heavy_game_over_the_cap_is_one_reject_in_linear_work(tmp_path, monkeypatch, body, compressed):
+    """Between other games and last in the file, in small work units (a .zst's come to the
+    splitter in blocks of the unit's size): the games around it are kept, it is one reject at its
+    own game index and byte, python-chess never reads it, the splitter's work is linear."""
+    before, after = random_games(3).encode(), random_games(2, seed=1).encode()
+    text = before + COMMENT_GAME_HEAD + body + b"\n" + after + COMMENT_GAME_HEAD + body
+    path = tmp_path / ("g.pgn.zst" if compressed else "g.pgn")
+    path.write_bytes(zstandard.ZstdCompressor().compress(text) if compressed else text)
+    work, reads = count_split_work(monkeypatch), counted_python_chess(monkeypatch)
+    report = run_validate([path], tmp_path / "out", ValidateConfig(), batch_games=2, max_game_bytes=CAP)
+    rejects = [(r["game_index"], r["byte_offset"], r["reason"], r["detail"]) for r in read(tmp_path / "out", REJECTS)]
+    over = f"game text over {CAP} bytes"
+    last = len(text) - len(COMMENT_GAME_HEAD + body)
+    assert rejects == [(3, len(before), "unparsable", over), (6, last, "unparsable", over)]
+    assert report["accepted"] == 5 and report["games_seen"] == 7
+    assert not reads and report["reference_reads"] == 0
+    assert work.searched <= 6 * len(text) and work.walked <= 4 * len(text), (work, len(text))
+
+
+@pytest.mark.parametrize("body", OVERSIZED.values(), ids=OVERSIZED)
+def test_a_comment_heavy_game_alone_in_its_file_is_one_reject_in_linear_work(tmp_path, monkeypatch, body):
+    """The issue's layout at a cap of one read block: the work unit of a game with no game start
+    in sight ends at the cap, not past it, so the game was only found oversized in the stream's
+    last block, after the splitter had walked all of it (comment by comment)."""
+    cap = 1 << 20
+    text = COMMENT_GAME_HEAD + body * 8  # about 2.6 MB
+    (tmp_path / "g.pgn").write_bytes(text)
+    work, reads = count_split_work(monkeypatch), counted_python_chess(monkeypatch)
+    report = run_validate([tmp_path / "g.pgn"], tmp_path / "out", ValidateConfig(), max_game_bytes=cap)
+    rejects = [(r["game_index"], r["byte_offset"], r["reason"], r["detail"]) for r in read(tmp_path / "out", REJECTS)]
+    assert rejects == [(0, 0, "unparsable", f"game text over {cap} bytes")]
+    assert report["games_seen"] == 1 and not reads and report["reference_reads"] == 0
+    assert work.searched <= 6 * len(text) and work.walked <= 4 * len(text), (work, len(text))

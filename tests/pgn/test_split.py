@@ -5,14 +5,17 @@ line-by-line path on generated layouts, for any block boundaries."""
 from __future__ import annotations
 
 import re
+import tracemalloc
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from chesscore.pgn import split
 from chesscore.pgn.inputs import read_blocks
 from chesscore.pgn.split import BOM, split_games
 from tests.corpus import corpus_dir
+from tests.counted import Work, count_split_work, searched
 from tests.sample import FIXTURES, SAMPLE, fixture, fixture_names, sample_pgn
 
 # Games per fixture as tests/fixtures/README.md counts them.
@@ -258,3 +261,95 @@ def test_fast_paths_agree_with_the_line_walk_for_any_blocks(parts, newline, bloc
             head, moves = game.data[: game.movetext], game.data[game.movetext :]
             assert head.endswith(b'"]\n\n') and all(line.startswith(b"[") for line in head[:-2].split(b"\n"))
             assert moves[:1] not in (b"[", b"\n", b" ") and b"\n[" not in moves.rstrip(b"\n")
+
+
+def open_at_end(line: bytes, in_comment: bool) -> bool:
+    """The rule, byte by byte: whether a {comment} is open at the end of the line (outside a
+    comment, `;` starts one that ends the line; comments do not nest)."""
+    for byte in line:
+        if in_comment:
+            in_comment = byte != ord("}")
+        elif byte == ord("{"):
+            in_comment = True
+        elif byte == ord(";"):
+            return False
+    return in_comment
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from([b"{", b"}", b";", b"a", b" "]), max_size=16).map(b"".join), st.booleans())
+def test_the_comment_open_at_a_line_end_is_found_as_the_rule_says(line, in_comment):
+    assert split._comment_after(line, in_comment) == open_at_end(line, in_comment)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"{ c } " * 20_000,  # issue 43: 10 MB of these took 139 s (every comment searched the rest for a ;)
+        b"1. e4 { c } 1... e5 { c } " * 5_000,
+        b"{ c } " * 20_000 + b"{ left open",
+        b"{ ; } " * 20_000,  # ; inside comments: each is skipped once
+        b"{ c } " * 20_000 + b"; the rest { of the line",
+        b"} c { " * 20_000,
+    ],
+    ids=["comments", "moves", "open", "semicolons", "line-comment", "closing-first"],
+)
+@pytest.mark.parametrize("in_comment", [False, True])
+def test_a_line_of_many_comments_is_searched_in_linear_time(line, in_comment):
+    work = Work()
+    assert split._comment_after(searched(line, work), in_comment) == open_at_end(line, in_comment)
+    assert work.searched <= 4 * len(line), work.searched / len(line)
+
+
+LONG_GAME_HEAD = b'[Event "long"]\n[Site "y"]\n[Result "*"]\n\n'
+LONG_BODIES = {
+    "comment paragraphs": (b"{ c\n\nc } " * 8 + b"\n") * 2_000,  # a blank line in every comment
+    "cut-like comments": (b"1. e4 { a\n\n[b] } 1... e5 { c } " * 4 + b"\n") * 1_000,  # \n\n[ too
+}
+
+
+@pytest.mark.parametrize("body", LONG_BODIES.values(), ids=LONG_BODIES)
+@pytest.mark.parametrize("block", [1_000, 7_919])
+def test_a_long_game_in_small_blocks_is_walked_a_bounded_number_of_times(body, block, monkeypatch):
+    """Each block used to walk the open game's text again from its start: a 150 KB game in 1 KB
+    blocks was walked 150 times (a 4 MB one in a .zst's 100 KB chunks, 41 times)."""
+    data = PLAIN[1] + LONG_GAME_HEAD + body + b"\n" + PLAIN[0] + PLAIN[1]
+    whole = games_of(data)
+    assert len(whole) == 4 and whole[1][2].startswith(LONG_GAME_HEAD)
+    work = count_split_work(monkeypatch)
+    assert games_of(data, block) == whole
+    assert work.walked <= 3 * len(data) and work.searched <= 6 * len(data), (work.walked, work.searched, len(data))
+
+
+def test_games_before_a_break_come_out_while_a_long_game_waits_for_more():
+    """Past a long open game the splitter waits for more blocks before it looks again; a stream
+    that breaks (a damaged file) must still give every game whose end was read."""
+    data = PLAIN[1] + LONG_GAME_HEAD + LONG_BODIES["comment paragraphs"] + b"\n" + PLAIN[0] * 3 + PLAIN[1]
+
+    def broken():
+        yield from (data[i : i + 1_000] for i in range(0, len(data), 1_000))
+        raise OSError("the rest is unreadable")
+
+    got = []
+    with pytest.raises(OSError):
+        for game in split_games(broken()):
+            got.append((game.index, game.offset, game.data, game.odd))
+    assert got == games_of(data)[:-1]  # the last one is open where the stream broke
+
+
+def test_a_buffer_of_tiny_segments_is_looked_at_in_bounded_memory():
+    """Every `\\n\\n[` is a candidate game start for the numpy pass, which looked at the last 32
+    bytes of all of them at once (int64 offsets): a comment game of `{ a\\n\\n[b] }`s, 12 bytes
+    each, took 63 bytes of memory a byte (778 MiB RSS for a 10 MB fuzz input, over the 512 MiB
+    bound of docs/limits.md). The tails are looked at a piece at a time (numpy's allocations are
+    traced, so this counts bytes, not time)."""
+    unit = b"{ a\n\n[b] } "
+    data = LONG_GAME_HEAD + unit * 200_000 + b"\n"
+    tracemalloc.start()
+    try:
+        games = games_of(data)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(games) == 1 and games[0][2] == data
+    assert peak < 25 * len(data), peak / len(data)
