@@ -39,7 +39,7 @@ from chesscore.play.adjudication import Adjudication, GameAdjudicator, Judge, pg
 from chesscore.play.elo import AnchoredResult, anchored_rating, elo_difference
 from chesscore.play.endings import decided_by, termination
 from chesscore.play.engine import Stockfish, StockfishLevel
-from chesscore.play.moves import ModelPlayer, Sampler, choose_moves, drop_finished
+from chesscore.play.moves import ModelPlayer, Sampler, cache_length, choose_moves, drop_finished, fit_plies
 from chesscore.seeds import derive_seed
 from chesscore.tokens import (
     PAD,
@@ -193,8 +193,7 @@ def _play_wave(
     rating: int | None = None,
 ) -> list[ArenaGame]:
     models = [model] + ([opponent.model] if opponent.kind == CHECKPOINT else [])
-    # BOS + 3 tokens per ply + a 3-token scratch feed for rows standing still
-    max_plies = min([config.max_plies] + [(m.config.block_size - 4) // 3 for m in models])
+    max_plies = fit_plies(config.max_plies, models)
     book = openings_for(config)
     n = len(rounds)
     openings = [book[(r // 2) % len(book)] for r in rounds]
@@ -206,7 +205,8 @@ def _play_wave(
         for white in model_white
     ]
     players = [
-        ModelPlayer(m, n, max_len=4 + 3 * max_plies, prefixes=told if i == 0 else None) for i, m in enumerate(models)
+        ModelPlayer(m, n, max_len=cache_length(max_plies), prefixes=told if i == 0 else None)
+        for i, m in enumerate(models)
     ]
     for player in players:
         player.prefill([encode_game(line.split())[:-1] for _, line in openings])
