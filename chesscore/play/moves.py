@@ -19,7 +19,7 @@ where it was legal it is exactly the move played. Temperature 0 plays the most l
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import chess
@@ -147,16 +147,6 @@ def cache_length(max_plies: int) -> int:
     """Cache positions (a prefix comes on top, ModelPlayer) for games of up to max_plies plies:
     BOS, 3 tokens a ply, 3 scratch positions, as context_plies counts them."""
     return 4 + 3 * max_plies
-
-
-def drop_finished(live: list[int], finished: Container[int], players: Sequence[ModelPlayer]) -> list[int]:
-    """The games of `live` (game index per batch row) not in `finished`; every player keeps only
-    their rows, so finished games stop costing compute."""
-    rows = [row for row, g in enumerate(live) if g not in finished]
-    if rows and len(rows) < len(live):
-        for player in players:
-            player.keep(rows)
-    return [live[row] for row in rows]
 
 
 def play_mask(state: State) -> np.ndarray:
