@@ -36,8 +36,9 @@ sys.path.insert(0, str(ROOT))
 
 from chesscore.checkpoint import load_model  # noqa: E402
 from chesscore.model import CONFIGS, GPT  # noqa: E402
+from chesscore.play.endings import termination  # noqa: E402
 from chesscore.play.moves import Sampler, play_mask  # noqa: E402
-from chesscore.selfplay.games import SelfPlayConfig, play_games, termination  # noqa: E402
+from chesscore.selfplay.games import SelfPlayConfig, play_games  # noqa: E402
 from chesscore.selfplay.parallel import SelfPlayPool  # noqa: E402
 from chesscore.tokens import BOS, State  # noqa: E402
 

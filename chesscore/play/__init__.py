@@ -5,8 +5,10 @@
     games = play_match(model, opponent, ArenaConfig(games=8))      # vs random, Stockfish, a checkpoint
     python -m chesscore.play.uci --checkpoint data/train/best.pt   # the model as a UCI engine
 
-Modules: `moves` (sampling and the key/value cache across many games), `best` (the exact most
-likely legal move, best-first), `endings` (the rules that end a game), `adjudication` (the
+Modules: `moves` (sampling and the key/value cache across many games, and how many plies fit a
+model's context), `best` (the exact most likely legal move, best-first), `loop` (the one game
+loop of the arena and self-play), `engines` (who moves in it: a model or checkpoint, the random
+mover, Stockfish), `endings` (the rules that end a game), `adjudication` (the
 Stockfish judge: resign, draw and ply-cap verdicts), `engine` (Stockfish over UCI, reproducible
 handicaps), `opponents` (the arena's opponents from params), `arena` (matches and their PGN),
 `report` (the arena's report files and console table), `elo` (Elo from scores, anchored

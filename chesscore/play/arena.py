@@ -7,13 +7,14 @@
 Games come in pairs, as cutechess-cli's `-repeat`: the same opening, once with each colour.
 The openings are a fixed list of named book lines, shuffled by the seed; every opponent gets
 the same sequence, so their results compare on equal terms. All games of a match run at once
-(`concurrency` per batch): the model (and a checkpoint opponent) choose their moves for every
-game in one batched forward per token (chesscore.play), Stockfish and the random mover answer
-game by game. A game ends by the rules, by a Stockfish judge's resign or draw rule, or at the
-ply cap, where the judge's score of the final position decides (chesscore.play.endings and
-chesscore.play.adjudication; `adjudication.enabled: false` makes the cap a draw and ends nothing
-early). The raw model's illegal attempts are counted: moves where its own unmasked choice (the
-sampler's, under the same noise) would have been illegal.
+(`concurrency` per batch) through the game loop self-play uses too (chesscore.play.loop): the
+model (and a checkpoint opponent) choose their moves for every game in one batched forward per
+token, Stockfish and the random mover answer game by game (chesscore.play.engines). A game
+ends by the rules, by a Stockfish judge's resign or draw rule, or at the ply cap (lowered to what
+the models' context holds), where the judge's score of the final position decides
+(chesscore.play.endings and chesscore.play.adjudication; `adjudication.enabled: false` makes the
+cap a draw and ends nothing early). The raw model's illegal attempts are counted: moves where
+its own unmasked choice (the sampler's, under the same noise) would have been illegal.
 
 Every game repeats for a seed: the random mover and the sampler are seeded, the Stockfish levels
 pick their handicapped moves with a seeded generator (chesscore.play.engine), and the judge
@@ -23,7 +24,6 @@ searches a fixed number of nodes from a fresh state.
 from __future__ import annotations
 
 import contextlib
-import random
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -37,19 +37,13 @@ from chesscore import ranges
 from chesscore.model import GPT
 from chesscore.play.adjudication import Adjudication, GameAdjudicator, Judge, pgn_tags
 from chesscore.play.elo import AnchoredResult, anchored_rating, elo_difference
-from chesscore.play.endings import decided_by, termination
+from chesscore.play.endings import decided_by
 from chesscore.play.engine import Stockfish, StockfishLevel
-from chesscore.play.moves import ModelPlayer, Sampler, choose_moves, drop_finished
+from chesscore.play.engines import ModelEngine, RandomEngine, StockfishEngine
+from chesscore.play.loop import Game, Side, play_batch
+from chesscore.play.moves import Sampler
 from chesscore.seeds import derive_seed
-from chesscore.tokens import (
-    PAD,
-    RATING_UNKNOWN,
-    TIME_CONTROL_UNKNOWN,
-    State,
-    encode_game,
-    encode_move,
-    rating_token,
-)
+from chesscore.tokens import RATING_UNKNOWN, TIME_CONTROL_UNKNOWN, State, rating_token
 
 # Named book lines (UCI). Short, so the model still plays nearly the whole game.
 OPENINGS: tuple[tuple[str, str], ...] = (
@@ -119,6 +113,17 @@ class Opponent:
         """The opponent's Elo where it is known (Stockfish levels), else None."""
         return self.level.anchor if self.level is not None else None
 
+    def open(self, stack: contextlib.ExitStack, stockfish_path: str | None, seed: int) -> Side:
+        """The engine that plays this opponent's side for a match (the one place its kind
+        matters): a Stockfish level's process stays open until `stack` closes."""
+        if self.kind == CHECKPOINT:
+            return ModelEngine(self.model)
+        if self.kind == RANDOM:
+            return RandomEngine(seed)
+        if stockfish_path is None:
+            raise ValueError(f"match vs {self.name!r} needs Stockfish: give the path (engine.find_stockfish)")
+        return StockfishEngine(stack.enter_context(Stockfish(stockfish_path, self.level)))
+
 
 @dataclass(frozen=True)
 class ArenaGame:
@@ -166,108 +171,81 @@ def play_match(
     unknown, as a UCI engine without UCI_Opponent), or "unknown" for both when None."""
     if rating is not None and not model.config.conditioning:
         raise ValueError(f"rating {rating}: the model reads no ratings (triples-v1)")
-    needs_path = opponent.kind == STOCKFISH or (config.adjudication.enabled and judge is None)
-    if needs_path and stockfish_path is None:
+    if config.adjudication.enabled and judge is None and stockfish_path is None:
         raise ValueError(f"match vs {opponent.name!r} needs Stockfish: give the path (engine.find_stockfish)")
     with contextlib.ExitStack() as stack:
-        engine = None
-        if opponent.kind == STOCKFISH:
-            engine = stack.enter_context(Stockfish(stockfish_path, opponent.level))
+        engine = opponent.open(stack, stockfish_path, config.seed)
         if config.adjudication.enabled and judge is None:
             judge = stack.enter_context(Judge(stockfish_path, config.adjudication))
         games: list[ArenaGame] = []
         for first in range(0, config.games, config.concurrency):
             rounds = range(first, min(config.games, first + config.concurrency))
-            games += _play_wave(model, opponent, config, list(rounds), engine, judge, on_game, rating)
+            games += _play_wave(model, opponent, engine, config, list(rounds), judge, on_game, rating)
         return games
+
+
+def told_prefix(rating: int | None, white: bool) -> tuple[int, int, int]:
+    """What the model reads after BOS: `rating` as its own side's, the rest unknown."""
+    own = rating_token(rating)  # RATING_UNKNOWN for None
+    if white:
+        return own, RATING_UNKNOWN, TIME_CONTROL_UNKNOWN
+    return RATING_UNKNOWN, own, TIME_CONTROL_UNKNOWN
 
 
 def _play_wave(
     model: GPT,
     opponent: Opponent,
+    engine: Side,
     config: ArenaConfig,
     rounds: list[int],
-    engine: Stockfish | None,
     judge: Judge | None,
     on_game: Callable[[ArenaGame], None] | None,
     rating: int | None = None,
 ) -> list[ArenaGame]:
-    models = [model] + ([opponent.model] if opponent.kind == CHECKPOINT else [])
-    # BOS + 3 tokens per ply + a 3-token scratch feed for rows standing still
-    max_plies = min([config.max_plies] + [(m.config.block_size - 4) // 3 for m in models])
     book = openings_for(config)
-    n = len(rounds)
     openings = [book[(r // 2) % len(book)] for r in rounds]
-    model_white = [r % 2 == 0 for r in rounds]
-    states = [State.from_moves(line.split()) for _, line in openings]
-    own = rating_token(rating)  # RATING_UNKNOWN for None
-    told = [
-        (own, RATING_UNKNOWN, TIME_CONTROL_UNKNOWN) if white else (RATING_UNKNOWN, own, TIME_CONTROL_UNKNOWN)
-        for white in model_white
+    me = ModelEngine(model, prefixes=[told_prefix(rating, r % 2 == 0) for r in rounds])
+    games = [
+        Game(
+            index=i,
+            sides=(me, engine) if r % 2 == 0 else (engine, me),
+            state=State.from_moves(line.split()),
+            key=(opponent.name, r),
+            adjudicator=GameAdjudicator(config.adjudication, judge),
+        )
+        for i, (r, (_, line)) in enumerate(zip(rounds, openings))
     ]
-    players = [
-        ModelPlayer(m, n, max_len=4 + 3 * max_plies, prefixes=told if i == 0 else None) for i, m in enumerate(models)
-    ]
-    for player in players:
-        player.prefill([encode_game(line.split())[:-1] for _, line in openings])
-    sampler = Sampler(config.temperature, derive_seed(config.seed, opponent.name, rounds[0]))
-    rngs = [random.Random(derive_seed(config.seed, opponent.name, r)) for r in rounds]
-    illegal = [[0, 0] for _ in rounds]  # per game: model, checkpoint opponent
-    model_moves = [0] * n
-    depths: list[list[int]] = [[] for _ in rounds]
-    adjudicators = [GameAdjudicator(config.adjudication, judge) for _ in rounds]
     finished: dict[int, ArenaGame] = {}
-    live = list(range(n))  # the game of each row of the players' batches
-    while live:
-        model_turn = [states[g].board.turn == (chess.WHITE if model_white[g] else chess.BLACK) for g in live]
-        if opponent.kind == CHECKPOINT or any(model_turn):
-            chosen = [states[g] if opponent.kind == CHECKPOINT or turn else None for g, turn in zip(live, model_turn)]
-            movers = [0 if turn else 1 for turn in model_turn]
-            _, flags = choose_moves(chosen, players, movers, sampler)
-            for g, turn, state, flag in zip(live, model_turn, chosen, flags):
-                if state is not None:
-                    illegal[g][0 if turn else 1] += flag
-                    model_moves[g] += turn
-        if opponent.kind != CHECKPOINT and not all(model_turn):
-            tokens = torch.full((len(live), 3), PAD, dtype=torch.long)
-            for row, (g, turn) in enumerate(zip(live, model_turn)):
-                if turn:
-                    continue
-                board = states[g].board
-                if engine is not None:
-                    move, depth = engine.play(board, game=(opponent.name, rounds[g]))
-                    if depth is not None:
-                        depths[g].append(depth)
-                else:
-                    move = rngs[g].choice(states[g].legal_moves())
-                tokens[row] = torch.tensor(encode_move(move))
-                for token in tokens[row]:
-                    states[g].feed(int(token))
-            external = torch.tensor([not turn for turn in model_turn])
-            players[0].feed(tokens, external)
-        for g in live:
-            end = termination(states[g].board, states[g].legal_moves(), max_plies, adjudicators[g])
-            if end is not None:
-                finished[g] = ArenaGame(
-                    opponent=opponent.name,
-                    round=rounds[g] + 1,
-                    opening=openings[g][0],
-                    model_white=model_white[g],
-                    moves=tuple(m.uci() for m in states[g].board.move_stack),
-                    result=end[0],
-                    termination=end[1],
-                    model_moves=model_moves[g],
-                    illegal_attempts=illegal[g][0],
-                    opponent_illegal_attempts=illegal[g][1],
-                    stockfish_min_depth=min(depths[g]) if depths[g] else None,
-                    judge_score=end.judge_score,
-                    judged=adjudicators[g].judged,
-                    told=rating,
-                )
-                if on_game is not None:
-                    on_game(finished[g])
-        live = drop_finished(live, finished, players)
-    return [finished[g] for g in range(n)]
+
+    def ended(game: Game) -> None:
+        finished[game.index] = _arena_game(game, opponent.name, rounds[game.index], openings[game.index][0], rating)
+        if on_game is not None:
+            on_game(finished[game.index])
+
+    sampler = Sampler(config.temperature, derive_seed(config.seed, opponent.name, rounds[0]))
+    play_batch(games, config.max_plies, sampler, ended)
+    return [finished[i] for i in range(len(games))]
+
+
+def _arena_game(game: Game, opponent: str, round_: int, opening: str, rating: int | None) -> ArenaGame:
+    """A finished Game from the model's view (it is White in even rounds)."""
+    mine, end = round_ % 2, game.end  # the model's colour: 0 White, 1 Black
+    return ArenaGame(
+        opponent=opponent,
+        round=round_ + 1,
+        opening=opening,
+        model_white=mine == 0,
+        moves=tuple(m.uci() for m in game.state.board.move_stack),
+        result=end.result,
+        termination=end.termination,
+        model_moves=game.played[mine],
+        illegal_attempts=game.illegal[mine],
+        opponent_illegal_attempts=game.illegal[1 - mine],
+        stockfish_min_depth=min(game.depths) if game.depths else None,
+        judge_score=end.judge_score,
+        judged=game.adjudicator.judged if game.adjudicator is not None else 0,
+        told=rating,
+    )
 
 
 def match_summary(opponent: Opponent, games: Sequence[ArenaGame]) -> dict:

@@ -19,14 +19,14 @@ where it was legal it is exactly the move played. Temperature 0 plays the most l
 
 from __future__ import annotations
 
-from collections.abc import Container, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import chess
 import numpy as np
 import torch
 
-from chesscore.model import GPT
+from chesscore.model import GPT, GPTConfig
 from chesscore.play.best import best_moves
 from chesscore.tokens import BOS, EOS, PAD, PREFIX_LENGTH, UNKNOWN_PREFIX, State, encode_move
 
@@ -129,14 +129,24 @@ class Sampler:
         return chosen, illegal
 
 
-def drop_finished(live: list[int], finished: Container[int], players: Sequence[ModelPlayer]) -> list[int]:
-    """The games of `live` (game index per batch row) not in `finished`; every player keeps only
-    their rows, so finished games stop costing compute."""
-    rows = [row for row, g in enumerate(live) if g not in finished]
-    if rows and len(rows) < len(live):
-        for player in players:
-            player.keep(rows)
-    return [live[row] for row in rows]
+def context_plies(config: GPTConfig) -> int:
+    """The most plies a game may have for the model to play on in it: BOS, a conditioned model's
+    prefix, 3 tokens a ply, and 3 positions more. Those 3 hold the next move's tokens (the UCI
+    engine spells it) or a scratch feed (a game loop feeds an engine's move to every row at once,
+    so a row that stands still, even one that just reached the cap, takes 3 scratch tokens)."""
+    prefix = PREFIX_LENGTH if config.conditioning else 0
+    return (config.block_size - 4 - prefix) // 3
+
+
+def fit_plies(max_plies: int, models: Iterable[GPT]) -> int:
+    """The ply cap `max_plies`, lowered to what every model's context holds (context_plies)."""
+    return min([max_plies, *(context_plies(model.config) for model in models)])
+
+
+def cache_length(max_plies: int) -> int:
+    """Cache positions (a prefix comes on top, ModelPlayer) for games of up to max_plies plies:
+    BOS, 3 tokens a ply, 3 scratch positions, as context_plies counts them."""
+    return 4 + 3 * max_plies
 
 
 def play_mask(state: State) -> np.ndarray:

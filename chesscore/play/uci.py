@@ -46,10 +46,9 @@ from chesscore.model import GPT
 from chesscore.pgn.meta import time_control_class_of
 from chesscore.play.best import best_moves, ranked_moves
 from chesscore.play.fallback import fallback_move, is_start_position
-from chesscore.play.moves import ModelPlayer, Sampler
+from chesscore.play.moves import ModelPlayer, Sampler, context_plies
 from chesscore.play.uci_options import MAX_THREADS, Options
 from chesscore.tokens import (
-    PREFIX_LENGTH,
     RATING_UNKNOWN,
     TIME_CONTROL_CLASSES,
     TIME_CONTROL_FIRST,
@@ -83,8 +82,7 @@ class UCIEngine:
     ) -> None:
         self.model, self.name, self.out = model, name, out
         self.options = Options(temperature=temperature, seed=seed)
-        prefix = PREFIX_LENGTH if model.config.conditioning else 0
-        self.context_plies = (model.config.block_size - 1 - prefix) // 3 - 1  # room to spell one more move
+        self.context_plies = context_plies(model.config)  # plies after which one more move fits
         self.player = ModelPlayer(model, 1)
         self.fed: list[chess.Move] = []  # moves the player's cache holds, from the start (after its prefix)
         self.board: chess.Board | None = chess.Board()

@@ -1,9 +1,10 @@
 """Self-play: many games at once between a model and an opponent (another model, or itself).
 
-One batched forward per token for all live games, with the key/value cache (chesscore.play.moves);
-finished games are dropped from the batch. A game ends by the rules of chess (checkmate,
-stalemate, threefold repetition, fifty-move rule, insufficient material), by a Stockfish judge's
-resign or draw rule, or at the ply cap, where the judge's score of the final position decides
+The games are played by the arena's game loop (chesscore.play.loop): one batched forward per
+token for all live games, with the key/value cache, finished games dropped from the batch. A
+game ends by the rules of chess (checkmate, stalemate, threefold repetition, fifty-move rule,
+insufficient material), by a Stockfish judge's resign or draw rule, or at the ply cap (lowered
+to what the models' context holds), where the judge's score of the final position decides
 (chesscore.play.adjudication; without adjudication the cap is a draw). Each process opens its
 own judge, so the games of a shard are the same wherever it is played.
 
@@ -26,15 +27,15 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-import chess
-
 from chesscore import ranges
 from chesscore.model import GPT
 from chesscore.play.adjudication import Adjudication, GameAdjudicator, Judge
-from chesscore.play.endings import TERMINATIONS, Ending, decided_by, termination
+from chesscore.play.endings import TERMINATIONS, decided_by
 from chesscore.play.engine import find_stockfish
-from chesscore.play.moves import ModelPlayer, Sampler, choose_moves, drop_finished
-from chesscore.tokens import PREFIX_LENGTH, UNKNOWN_PREFIX, State, is_conditioning
+from chesscore.play.engines import ModelEngine
+from chesscore.play.loop import Game, play_batch
+from chesscore.play.moves import Sampler
+from chesscore.tokens import PREFIX_LENGTH, UNKNOWN_PREFIX, is_conditioning
 
 MODEL, OPPONENT = "model", "opponent"
 DECIDED = ("rules", "adjudication", "draw")  # chesscore.play.endings.decided_by
@@ -89,16 +90,10 @@ class GameRecord:
 
 def play_games(model: GPT, opponent: GPT | None, cfg: SelfPlayConfig) -> tuple[list[GameRecord], dict]:
     """Play cfg.games games; against a separate opponent the model is white in even-numbered
-    games and black in odd ones. Returns the records (in game order) and their stats."""
+    games and black in odd ones. Returns the records (in game order) and their stats. The ply
+    cap is lowered to what the models' context holds (chesscore.play.moves.fit_plies)."""
     started = time.perf_counter()
     separate = opponent is not None and opponent is not model
-    for net in (model, opponent) if separate else (model,):
-        # BOS, the prefix a triples-v2 model reads, the moves, one scratch slot for inactive rows
-        needed = 2 + 3 * cfg.max_plies + (PREFIX_LENGTH if net.config.conditioning else 0)
-        if needed > net.config.block_size:
-            raise ValueError(
-                f"max_plies {cfg.max_plies} needs {needed} positions; the model has {net.config.block_size}"
-            )
     with contextlib.ExitStack() as stack:
         judge = None
         if cfg.adjudication.enabled:
@@ -110,50 +105,36 @@ def play_games(model: GPT, opponent: GPT | None, cfg: SelfPlayConfig) -> tuple[l
 
 
 def _play(model: GPT, opponent: GPT | None, cfg: SelfPlayConfig, judge: Judge | None) -> list[GameRecord]:
-    n, max_len = cfg.games, 2 + 3 * cfg.max_plies
-    separate = opponent is not None
     # Every player is told the same prefix (who plays, how fast): self-play's conditioning.
-    players = [ModelPlayer(model, n, max_len, prefixes=[cfg.prefix] * n)]
-    if separate:
-        players.append(ModelPlayer(opponent, n, max_len, prefixes=[cfg.prefix] * n))
-    model_is_white = [not separate or g % 2 == 0 for g in range(n)]
-    states = [State.from_moves([]) for _ in range(n)]
-    illegal = [[0, 0] for _ in range(n)]  # per game: white, black
-    adjudicators = [GameAdjudicator(cfg.adjudication, judge) for _ in range(n)]
-    ends: dict[int, Ending] = {}
-    sampler = Sampler(cfg.temperature, cfg.seed)
-    live = list(range(n))  # the game held in each row of the players' batches
-    while live:
-        white_to_move = [states[g].board.turn == chess.WHITE for g in live]
-        movers = [int(separate and w != model_is_white[g]) for g, w in zip(live, white_to_move)]
-        _, flags = choose_moves([states[g] for g in live], players, movers, sampler)
-        for g, white, flag in zip(live, white_to_move, flags):
-            illegal[g][0 if white else 1] += flag
-            end = termination(states[g].board, states[g].legal_moves(), cfg.max_plies, adjudicators[g])
-            if end is not None:
-                ends[g] = end
-        live = drop_finished(live, ends, players)
-    records = []
-    for g in range(n):
-        white, black = (MODEL, OPPONENT if separate else MODEL) if model_is_white[g] else (OPPONENT, MODEL)
-        moves = tuple(move.uci() for move in states[g].board.move_stack)
-        records.append(
-            GameRecord(
-                moves=moves,
-                result=ends[g][0],
-                termination=ends[g][1],
-                plies=len(moves),
-                white=white,
-                black=black,
-                illegal_white=illegal[g][0],
-                illegal_black=illegal[g][1],
-                seed=cfg.seed,
-                index=g,
-                judge_score=ends[g].judge_score,
-                judged=adjudicators[g].judged,
-            )
-        )
-    return records
+    told = [cfg.prefix] * cfg.games
+    me = ModelEngine(model, told)
+    them = ModelEngine(opponent, told) if opponent is not None else me
+    games = [
+        Game(g, sides=(me, them) if g % 2 == 0 else (them, me), adjudicator=GameAdjudicator(cfg.adjudication, judge))
+        for g in range(cfg.games)
+    ]
+    play_batch(games, cfg.max_plies, Sampler(cfg.temperature, cfg.seed))
+    return [_record(game, me, cfg.seed) for game in games]
+
+
+def _record(game: Game, me: ModelEngine, seed: int) -> GameRecord:
+    """A finished Game as plain values: who played each colour (the model, or its opponent)."""
+    white, black = (MODEL if side is me else OPPONENT for side in game.sides)
+    moves = tuple(move.uci() for move in game.state.board.move_stack)
+    return GameRecord(
+        moves=moves,
+        result=game.end.result,
+        termination=game.end.termination,
+        plies=len(moves),
+        white=white,
+        black=black,
+        illegal_white=game.illegal[0],
+        illegal_black=game.illegal[1],
+        seed=seed,
+        index=game.index,
+        judge_score=game.end.judge_score,
+        judged=game.adjudicator.judged,
+    )
 
 
 def summarise(records: list[GameRecord], seconds: float) -> dict:

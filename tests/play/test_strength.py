@@ -16,7 +16,7 @@ import torch
 
 from chesscore import checkpoint, failures
 from chesscore.model import CONFIGS, GPT
-from chesscore.play import arena
+from chesscore.play import engines
 from chesscore.play.arena import ArenaConfig, Opponent, play_match
 from chesscore.play.moves import ModelPlayer
 from chesscore.play.opponents import OpponentSpec
@@ -87,12 +87,12 @@ def test_the_arena_tells_the_model_its_rating(monkeypatch):
     # prefix changes the moves): its own rating on its colour's side, the opponent's unknown.
     made: list[list[list[int]]] = []
 
-    class Recording(arena.ModelPlayer):
+    class Recording(engines.ModelPlayer):
         def __init__(self, *args, **kwargs) -> None:
             super().__init__(*args, **kwargs)
             made.append([list(p) for p in self.prefixes])
 
-    monkeypatch.setattr(arena, "ModelPlayer", Recording)
+    monkeypatch.setattr(engines, "ModelPlayer", Recording)  # the ModelTable makes every player
     torch.manual_seed(0)
     model = GPT(replace(CONFIGS["tiny"], conditioning=True)).eval()
     config = ArenaConfig(games=4, max_plies=12, adjudication=replace(ArenaConfig().adjudication, enabled=False))

@@ -8,8 +8,9 @@ import torch
 
 from chesscore.model import CONFIGS, GPT, GPTConfig
 from chesscore.play.adjudication import Adjudication
+from chesscore.play.endings import termination
 from chesscore.play.moves import ModelPlayer, Sampler, choose_moves
-from chesscore.selfplay.games import MODEL, OPPONENT, GameRecord, SelfPlayConfig, play_games, termination
+from chesscore.selfplay.games import MODEL, OPPONENT, GameRecord, SelfPlayConfig, play_games
 from chesscore.tokens import State, decode_move, encode_game
 from tests.full_forwards import best_legal_move
 
@@ -156,10 +157,12 @@ def test_dropping_finished_rows_keeps_the_others_in_step():
         torch.testing.assert_close(player.logits[row], expected, atol=1e-5, rtol=1e-5)
 
 
-def test_a_ply_cap_beyond_the_context_is_refused():
+def test_a_ply_cap_beyond_the_context_is_lowered_to_it():
+    # 32 positions: BOS, 3 tokens for each of 9 plies, and 3 to spare (chesscore.play.moves.context_plies)
     small = GPT(GPTConfig(n_layer=1, n_head=1, n_embd=8, block_size=32)).eval()
-    with pytest.raises(ValueError, match="max_plies 20 needs 62 positions"):
-        play_games(small, None, SelfPlayConfig(games=1, max_plies=20))
+    records, _ = play_games(small, None, SelfPlayConfig(games=2, max_plies=20, adjudication=OFF))
+    assert all(r.plies <= 9 for r in records)
+    assert any(r.termination == "ply_cap" and r.plies == 9 for r in records)
 
 
 def test_bad_config_is_refused():
