@@ -4,6 +4,9 @@
     results = train(TrainConfig(model="demo"), data, Path("data/train"), setup("cpu"))
 
 One process, or one per device under torchrun (the same call; see chesscore.train.distributed).
+`train` opens the run first (chesscore.train.run: identity, the last.pt it resumes from), and a
+run that last.pt shows finished is a no-op there (finished_run) that builds nothing. Any other
+gets a Trainer: its model, optimizer and schedule, fresh or resumed, then `Trainer.run`.
 Each loop turn first runs a validation that is owed (step 0, an epoch end, every K steps),
 then asks whether to stop, then takes one optimizer step. A stop that ends the run (max_updates,
 max_epochs, time budget, early stop) validates this step's weights first unless the last
@@ -21,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -38,20 +40,10 @@ from chesscore.model import GPT, GPTConfig
 from chesscore.progress import progress_bar
 from chesscore.seeds import derive_seed
 from chesscore.tokens import PAD
-from chesscore.train.batching import (
-    IGNORE,
-    check_context,
-    collate,
-    dummy_batch,
-    epoch_plan,
-    eval_batches,
-    pad_to_width,
-    rank_share,
-    steps_per_epoch,
-)
+from chesscore.train.batching import IGNORE, collate, dummy_batch, epoch_plan, eval_batches, pad_to_width, rank_share
 from chesscore.train.compiled import CompileCount, compile_model, describe, width_count
-from chesscore.train.config import TrainConfig, identity, precision_name, uses_bf16
-from chesscore.train.data import TrainData, conditioned
+from chesscore.train.config import TrainConfig
+from chesscore.train.data import TrainData
 from chesscore.train.deadline import Budget, Deadline
 from chesscore.train.distributed import DistEnv
 from chesscore.train.metrics import Totals, accumulate, legality_subset
@@ -64,19 +56,10 @@ from chesscore.train.report import (
     peak_memory,
     run_results,
     summary,
-    write_metrics_and_plots,
     write_results,
 )
-from chesscore.train.state import (
-    TrainState,
-    best_payload,
-    find_resume,
-    last_payload,
-    receipt,
-    rng_state,
-    set_rng_state,
-    terminal_status,
-)
+from chesscore.train.run import RunSpec, finished_run, open_run
+from chesscore.train.state import TrainState, best_payload, last_payload, rng_state, set_rng_state, terminal_status
 
 # The stops after which DVC records the stage as done and later stages read best.pt. The
 # deadline's soft stop is not among them: it exits 75 and its resumed run goes on as if never
@@ -88,51 +71,21 @@ SCHEDULED_BEST = "best.scheduled.pt"
 
 
 class Trainer:
-    def __init__(
-        self,
-        config: TrainConfig,
-        data: TrainData,
-        output: Path,
-        env: DistEnv,
-        *,
-        resume: str = "auto",
-        model_config: GPTConfig | None = None,
-        code_files: tuple[Path, ...] = (),
-        deadline: Deadline | None = None,
-    ) -> None:
-        self.model_config = model_config or config.model_config()
-        if self.model_config.conditioning:  # triples-v2 rows: the prefix after BOS
-            data = conditioned(data, config.unknown_fraction, config.seed, config.field_unknown_fraction)
-        self.config, self.data, self.output, self.env = config, data, Path(output), env
-        self.lengths = np.asarray(data.train.lengths())
-        check_context(self.lengths, self.model_config.block_size, "train")
-        check_context(np.asarray(data.validation.lengths()), self.model_config.block_size, "validation")
+    """A run with training left to do (never a finished one: see finished_run): its model,
+    optimizer and schedule, fresh or resumed from last.pt, and the loop."""
+
+    def __init__(self, spec: RunSpec, payload: dict[str, Any] | None, *, deadline: Deadline | None = None) -> None:
+        config, env = spec.config, spec.env
+        self.spec = spec
+        # Until the rest of the Trainer reads the spec:
+        self.config, self.data, self.output, self.env = config, spec.data, spec.output, env
+        self.model_config, self.lengths, self.identity = spec.model_config, spec.lengths, spec.identity
+        self.bf16, self.steps_per_epoch = spec.bf16, spec.steps_per_epoch
+        self.resume_note, self.resume_path, self.resumed_from = spec.resume_note, spec.resume_path, spec.resumed_from
         self.deadline = deadline or Deadline.parse(config.deadline, config.deadline_margin_seconds)
         torch.manual_seed(derive_seed(config.seed, "init"))  # the same weights on every rank
         self.model = GPT(self.model_config).to(env.device)
-        self.bf16 = uses_bf16(config.precision, env.device)
-        precision = precision_name(self.bf16)
-        self.identity = identity(
-            config,
-            self.model_config,
-            self.model.num_parameters(),
-            dataset_fingerprint=data.fingerprint,
-            world_size=env.world_size,
-            precision=precision,
-            n_train_games=len(self.lengths),
-            receipt_sha256=data.receipt_sha256,
-            code_files=code_files,
-        )
-        self.steps_per_epoch = steps_per_epoch(len(self.lengths), config.micro, env.world_size, config.accum)
-        payload, self.resume_note, self.resume_path = find_resume(resume, self.output, self.identity)
-        env.barrier()  # every rank has read last.pt before rank 0 may replace it
-        self.resumed_from = None if payload is None else payload["train_state"]["step"]
-        self.receipt = None
         self.deadline_validation: dict[str, Any] | None = None  # the deadline's provisional one
-        if payload is not None and (status := terminal_status(TrainState.from_dict(payload["train_state"]), config)):
-            self.receipt = receipt(self.resume_path, payload, status)
-            self.finished = TrainState.from_dict(payload["train_state"])
-            return
         self.optimizer = adamw(self.model, config.optim, env.device)
         schedule = self.identity["schedule"]
         self.scheduler = warmup_cosine(
@@ -186,15 +139,6 @@ class Trainer:
         self.env.barrier()
 
     def run(self) -> dict[str, Any]:
-        if self.receipt is not None:
-            if self.env.is_main:
-                # DVC deletes uncached metrics and plots it finds changed or missing before it
-                # reruns a stage: a finished run's no-op puts them back (the same bytes).
-                write_metrics_and_plots(self.output, self.finished, self.receipt["status"])
-                if not (self.output / "results.json").exists():
-                    self.rebuild_results()
-                print(json.dumps(self.receipt, sort_keys=True), flush=True)
-            return self.receipt
         started = time.perf_counter()
         self._start_outputs(fresh=self.resumed_from is None)
         if self.resumed_from is None:
@@ -439,33 +383,6 @@ class Trainer:
             )
         self.env.barrier()
 
-    def rebuild_results(self) -> None:
-        """results.json of a run that finished but was killed between its final last.pt and
-        results.json: everything last.pt knows; the throughput, memory and wall time it does not."""
-        run = run_results(self.finished, self.receipt["status"], useful=0.0, padded=0.0, seconds=0.0, updates=0)
-        note = (
-            f"{self.resume_note}; results.json rebuilt from last.pt (the finished run stopped before writing it): "
-            "throughput, peak memory and wall time not known"
-        )
-        results = self.results_of({**run, "throughput": None}, note=note, memory=None, wall_seconds=None)
-        write_results(self.output, results, self.finished)
-
-    def results_of(self, run: dict[str, Any], *, note: str, memory: Any, wall_seconds: float | None) -> dict[str, Any]:
-        """results.json's content: the run's part (run_results) and what this process knows."""
-        return {
-            **run,
-            "resumed_from_step": self.resumed_from,
-            "note": note,
-            "world_size": self.env.world_size,
-            "parameters": self.model.num_parameters(),
-            "steps_per_epoch": self.steps_per_epoch,
-            "peak_memory": memory,
-            "wall_seconds": wall_seconds,
-            "output": str(self.output),
-            "identity_sha256": sha256_json(self.identity),
-            "deadline_validation": self.deadline_validation,
-        }
-
     def finish(self, status: str, wall_seconds: float) -> dict[str, Any]:
         env = self.env
         sums = env.all_reduce_sum(torch.tensor([self.totals["useful"], self.totals["padded"]], dtype=torch.float64))
@@ -478,7 +395,13 @@ class Trainer:
             seconds=self.totals["seconds"],
             updates=self.totals["updates"],
         )
-        results = self.results_of(run, note=self.resume_note, memory=memory, wall_seconds=wall_seconds)
+        results = self.spec.results(
+            run,
+            note=self.resume_note,
+            memory=memory,
+            wall_seconds=wall_seconds,
+            deadline_validation=self.deadline_validation,
+        )
         if self.compile_count is not None:  # only then: an eager run's results.json keeps its keys
             widths = width_count(self.config.pad_to_multiple, self.model_config.block_size)
             results["compile"] = {
@@ -502,6 +425,21 @@ class Trainer:
         return results
 
 
-def train(config: TrainConfig, data: TrainData, output: Path, env: DistEnv, **options: Any) -> dict[str, Any]:
-    """Train (or resume, or confirm a finished run) and return results.json's content."""
-    return Trainer(config, data, output, env, **options).run()
+def train(
+    config: TrainConfig,
+    data: TrainData,
+    output: Path,
+    env: DistEnv,
+    *,
+    resume: str = "auto",
+    model_config: GPTConfig | None = None,
+    code_files: tuple[Path, ...] = (),
+    deadline: Deadline | None = None,
+) -> dict[str, Any]:
+    """Train (or resume, or confirm a finished run) and return results.json's content (a
+    finished run's: its receipt)."""
+    spec, payload = open_run(config, data, output, env, resume=resume, model_config=model_config, code_files=code_files)
+    receipt = finished_run(spec, payload)
+    if receipt is not None:
+        return receipt
+    return Trainer(spec, payload, deadline=deadline).run()

@@ -17,7 +17,7 @@ from chesscore.model import GPT
 from chesscore.resume import ResumeRefused
 from chesscore.train.data import TrainData
 from chesscore.train.distributed import setup
-from chesscore.train.trainer import Trainer
+from chesscore.train.run import open_run
 from tests.training_data import CONFIG, MODEL, run, same_artifacts, small_data
 
 
@@ -93,15 +93,17 @@ def test_results_metrics_and_plots_tell_the_same_story(uninterrupted):
 def test_identity_mismatch_is_refused_naming_the_keys(data, uninterrupted, tmp_path):
     other = replace(CONFIG, seed=12, optim=replace(CONFIG.optim, lr=1e-3))
     with pytest.raises(ResumeRefused) as refused:
-        Trainer(other, data, tmp_path, setup("cpu"), model_config=MODEL, resume=str(uninterrupted / "last.pt"))
+        open_run(other, data, tmp_path, setup("cpu"), model_config=MODEL, resume=str(uninterrupted / "last.pt"))
     message = str(refused.value)
     assert "hyperparameters.lr" in message and "seed" in message and "2 key(s)" in message
     assert "0.0003" in message and "0.001" in message
     changed_data = TrainData(data.train, data.validation, fingerprint="another-dataset")
     with pytest.raises(ResumeRefused, match="dataset_fingerprint"):
-        Trainer(CONFIG, changed_data, tmp_path, setup("cpu"), model_config=MODEL, resume=str(uninterrupted / "last.pt"))
+        open_run(
+            CONFIG, changed_data, tmp_path, setup("cpu"), model_config=MODEL, resume=str(uninterrupted / "last.pt")
+        )
     with pytest.raises(ResumeRefused, match="not a last checkpoint"):
-        Trainer(CONFIG, data, tmp_path, setup("cpu"), model_config=MODEL, resume=str(uninterrupted / "best.pt"))
+        open_run(CONFIG, data, tmp_path, setup("cpu"), model_config=MODEL, resume=str(uninterrupted / "best.pt"))
 
 
 @pytest.mark.slow
