@@ -57,6 +57,7 @@ from chesscore.train.config import TrainConfig  # noqa: E402
 from chesscore.train.data import TrainData  # noqa: E402
 from chesscore.train.distributed import DistEnv  # noqa: E402
 from chesscore.train.probe import probe  # noqa: E402
+from chesscore.train.run import open_run  # noqa: E402
 from chesscore.train.trainer import Trainer  # noqa: E402
 
 CPU = torch.device("cpu")
@@ -118,7 +119,7 @@ def train_run(
         device=device.type,
         seed=2026,
     )
-    trainer = Trainer(config, data, out, env_of(device), resume="none")
+    trainer = Trainer(*open_run(config, data, out, env_of(device), resume="none"))
     return trainer, trainer.run()
 
 
@@ -132,7 +133,7 @@ def train_section(args: argparse.Namespace, data: TrainData, device: torch.devic
         sides[name] = {
             "device": str(on),
             "compile": results.get("compile"),
-            "precision": trainer.identity["precision"],
+            "precision": trainer.spec.identity["precision"],
             "first_step_seconds": steps[0],
             "median_step_seconds": statistics.median(steps),
             "useful_tokens_per_second": results["throughput"]["useful_tokens_per_second"],

@@ -41,6 +41,7 @@ from chesscore.train.batching import TokenList, epoch_plan, padding_fraction  # 
 from chesscore.train.config import TrainConfig  # noqa: E402
 from chesscore.train.data import TrainData, open_dataset  # noqa: E402
 from chesscore.train.distributed import setup  # noqa: E402
+from chesscore.train.run import open_run  # noqa: E402
 from chesscore.train.trainer import Trainer  # noqa: E402
 
 
@@ -76,16 +77,16 @@ def tokens_per_second(data: TrainData, config: TrainConfig, steps: int) -> tuple
     """(useful/s, padded/s, useful per CPU second) over `steps` real steps after 3 warm-up
     steps. CPU time (all threads) is what a shared machine cannot inflate."""
     with tempfile.TemporaryDirectory() as output:
-        trainer = Trainer(config, data, Path(output), setup("cpu"), resume="none")
+        trainer = Trainer(*open_run(config, data, Path(output), setup("cpu"), resume="none"))
         bar = tqdm(disable=True)
         for _ in range(3):
             trainer.train_step(bar)
-        trainer.totals = {"useful": 0.0, "padded": 0.0, "seconds": 0.0, "updates": 0}
+        trainer.log.totals = {"useful": 0.0, "padded": 0.0, "seconds": 0.0, "updates": 0}
         cpu = time.process_time()
         for _ in range(steps):
             trainer.train_step(bar)
         cpu = time.process_time() - cpu
-        t = trainer.totals
+        t = trainer.log.totals
         return t["useful"] / t["seconds"], t["padded"] / t["seconds"], t["useful"] / cpu
 
 
@@ -96,7 +97,7 @@ def compare_models(data: TrainData, names: list[str], baseline: str, micro: int,
         trainers = {}
         for name in [baseline, *names]:
             config = TrainConfig(model=name, micro=micro, epochs=1, seed=2026)
-            trainers[name] = Trainer(config, data, Path(output) / name, setup("cpu"), resume="none")
+            trainers[name] = Trainer(*open_run(config, data, Path(output) / name, setup("cpu"), resume="none"))
             for _ in range(3):  # warm-up
                 trainers[name].train_step(bar)
         rates: dict[str, list[float]] = {name: [] for name in trainers}
@@ -104,10 +105,10 @@ def compare_models(data: TrainData, names: list[str], baseline: str, micro: int,
             for name, trainer in trainers.items():
                 # The same plan positions in every round and model: the same batches are timed.
                 trainer.state.next_step = 3
-                trainer.totals = {"useful": 0.0, "padded": 0.0, "seconds": 0.0, "updates": 0}
+                trainer.log.totals = {"useful": 0.0, "padded": 0.0, "seconds": 0.0, "updates": 0}
                 for _ in range(steps):
                     trainer.train_step(bar)
-                rates[name].append(trainer.totals["useful"] / trainer.totals["seconds"])
+                rates[name].append(trainer.log.totals["useful"] / trainer.log.totals["seconds"])
             print(
                 f"  round {round_ + 1}: "
                 + "  ".join(f"{name} {rates[name][-1]:7.0f}/s" for name in trainers)

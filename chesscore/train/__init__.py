@@ -4,7 +4,9 @@
     data = open_dataset(Path("data/dataset"), None, distributed.setup("auto"))
     results = train(config, data, Path("data/train"), env)
 
-Modules: `config` (every knob, and the run identity that decides a resume), `trainer` (the loop),
+Modules: `config` (every knob, and the run identity that decides a resume), `run` (a run's spec and
+the last.pt it resumes from; a finished run's no-op), `trainer` (the loop), `checkpoints` (last.pt
+and best.pt), `validation` (validating during training), `runlog` (what the loop reports),
 `state` (checkpoint payloads, resume rules), `data` (the verified dataset for this rank),
 `batching` (length-bucketed microbatches), `optim` (AdamW, warmup + cosine), `metrics`
 (teacher-forced NLL, accuracy, legality), `deadline` (time budgets, job deadlines), `distributed`

@@ -4,26 +4,26 @@
     results = train(TrainConfig(model="demo"), data, Path("data/train"), setup("cpu"))
 
 One process, or one per device under torchrun (the same call; see chesscore.train.distributed).
+`train` opens the run first (chesscore.train.run: identity, the last.pt it resumes from), and a
+run that last.pt shows finished is a no-op there (finished_run) that builds nothing. Any other
+gets a Trainer: its model, optimizer and schedule, fresh or resumed, then `Trainer.run`.
+
 Each loop turn first runs a validation that is owed (step 0, an epoch end, every K steps),
 then asks whether to stop, then takes one optimizer step. A stop that ends the run (max_updates,
 max_epochs, time budget, early stop) validates this step's weights first unless the last
 validation was at this step, so best.pt is always the best validated model. The deadline's soft
 stop validates them too, in the first half of its margin, as a provisional result: best.pt is the
 best validated model while the run waits, and the resumed run puts the scheduled best back
-(SCHEDULED_BEST) and goes on as if never stopped, to the bytes of an uninterrupted run. A
-validation cut short by the deadline changes nothing: the cursor keeps `validation_due` and the
-resumed run does it.
-last.pt is saved after every validation and at the stop, best.pt (before last.pt) whenever
-validation NLL improves, both atomically, so a killed run always leaves a loadable pair.
+(SCHEDULED_BEST) and goes on as if never stopped, to the bytes of an uninterrupted run.
+
+Kept apart: checkpoints (chesscore.train.checkpoints), validation (chesscore.train.validation),
+what the loop reports (chesscore.train.runlog).
 """
 
 from __future__ import annotations
 
 import contextlib
-import copy
-import json
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,124 +32,74 @@ import torch
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
-from chesscore import checkpoint, progress
-from chesscore.fileio import atomic_write_json, sha256_json
 from chesscore.model import GPT, GPTConfig
-from chesscore.progress import progress_bar
 from chesscore.seeds import derive_seed
 from chesscore.tokens import PAD
-from chesscore.train.batching import (
-    IGNORE,
-    check_context,
-    collate,
-    dummy_batch,
-    epoch_plan,
-    eval_batches,
-    pad_to_width,
-    rank_share,
-    steps_per_epoch,
-)
-from chesscore.train.compiled import CompileCount, compile_model, describe, width_count
-from chesscore.train.config import TrainConfig, identity, precision_name, uses_bf16
-from chesscore.train.data import TrainData, conditioned
+from chesscore.train.batching import IGNORE, collate, dummy_batch, epoch_plan, pad_to_width, rank_share
+from chesscore.train.checkpoints import SCHEDULED_BEST, Checkpoints
+from chesscore.train.compiled import CompileCount, compile_model
+from chesscore.train.config import TrainConfig
+from chesscore.train.data import TrainData
 from chesscore.train.deadline import Budget, Deadline
 from chesscore.train.distributed import DistEnv
-from chesscore.train.metrics import Totals, accumulate, legality_subset
 from chesscore.train.optim import adamw, clip_gradients, warmup_cosine
-from chesscore.train.report import (
-    OUTPUTS,
-    EventLog,
-    GpuTelemetry,
-    console,
-    peak_memory,
-    run_results,
-    summary,
-    write_metrics_and_plots,
-    write_results,
-)
-from chesscore.train.state import (
-    TrainState,
-    best_payload,
-    find_resume,
-    last_payload,
-    receipt,
-    rng_state,
-    set_rng_state,
-    terminal_status,
-)
+from chesscore.train.report import EventLog
+from chesscore.train.run import RunSpec, finished_run, open_run
+from chesscore.train.runlog import RunLog
+from chesscore.train.state import TrainState, set_rng_state, terminal_status
+from chesscore.train.validation import Validator
+
+__all__ = ["FINISHING", "SCHEDULED_BEST", "Trainer", "train"]
 
 # The stops after which DVC records the stage as done and later stages read best.pt. The
 # deadline's soft stop is not among them: it exits 75 and its resumed run goes on as if never
-# stopped, so its own validation (validate_at_deadline) is provisional.
+# stopped, so its own validation (Validator.at_deadline) is provisional.
 FINISHING = ("early_stop", "max_updates", "max_epochs", "time_budget")
-# Where a provisional best.pt (from the deadline's validation) moves the scheduled one aside;
-# a resumed run moves it back, a fresh one deletes it.
-SCHEDULED_BEST = "best.scheduled.pt"
+
+
+def train(
+    config: TrainConfig,
+    data: TrainData,
+    output: Path,
+    env: DistEnv,
+    *,
+    resume: str = "auto",
+    model_config: GPTConfig | None = None,
+    code_files: tuple[Path, ...] = (),
+    deadline: Deadline | None = None,
+) -> dict[str, Any]:
+    """Train (or resume, or confirm a finished run) and return results.json's content (a
+    finished run's: its receipt)."""
+    spec, payload = open_run(config, data, output, env, resume=resume, model_config=model_config, code_files=code_files)
+    receipt = finished_run(spec, payload)
+    if receipt is not None:
+        return receipt
+    return Trainer(spec, payload, deadline=deadline).run()
 
 
 class Trainer:
-    def __init__(
-        self,
-        config: TrainConfig,
-        data: TrainData,
-        output: Path,
-        env: DistEnv,
-        *,
-        resume: str = "auto",
-        model_config: GPTConfig | None = None,
-        code_files: tuple[Path, ...] = (),
-        deadline: Deadline | None = None,
-    ) -> None:
-        self.model_config = model_config or config.model_config()
-        if self.model_config.conditioning:  # triples-v2 rows: the prefix after BOS
-            data = conditioned(data, config.unknown_fraction, config.seed, config.field_unknown_fraction)
-        self.config, self.data, self.output, self.env = config, data, Path(output), env
-        self.lengths = np.asarray(data.train.lengths())
-        check_context(self.lengths, self.model_config.block_size, "train")
-        check_context(np.asarray(data.validation.lengths()), self.model_config.block_size, "validation")
+    """A run with training left to do (never a finished one: see finished_run): its model,
+    optimizer and schedule, fresh or resumed from last.pt, and the loop."""
+
+    def __init__(self, spec: RunSpec, payload: dict[str, Any] | None, *, deadline: Deadline | None = None) -> None:
+        config, env = spec.config, spec.env
+        self.spec = spec
         self.deadline = deadline or Deadline.parse(config.deadline, config.deadline_margin_seconds)
+        # The model, its optimizer and schedule: fresh, or as last.pt left them.
         torch.manual_seed(derive_seed(config.seed, "init"))  # the same weights on every rank
-        self.model = GPT(self.model_config).to(env.device)
-        self.bf16 = uses_bf16(config.precision, env.device)
-        precision = precision_name(self.bf16)
-        self.identity = identity(
-            config,
-            self.model_config,
-            self.model.num_parameters(),
-            dataset_fingerprint=data.fingerprint,
-            world_size=env.world_size,
-            precision=precision,
-            n_train_games=len(self.lengths),
-            receipt_sha256=data.receipt_sha256,
-            code_files=code_files,
-        )
-        self.steps_per_epoch = steps_per_epoch(len(self.lengths), config.micro, env.world_size, config.accum)
-        payload, self.resume_note, self.resume_path = find_resume(resume, self.output, self.identity)
-        env.barrier()  # every rank has read last.pt before rank 0 may replace it
-        self.resumed_from = None if payload is None else payload["train_state"]["step"]
-        self.receipt = None
-        self.deadline_validation: dict[str, Any] | None = None  # the deadline's provisional one
-        if payload is not None and (status := terminal_status(TrainState.from_dict(payload["train_state"]), config)):
-            self.receipt = receipt(self.resume_path, payload, status)
-            self.finished = TrainState.from_dict(payload["train_state"])
-            return
+        self.model = GPT(spec.model_config).to(env.device)
         self.optimizer = adamw(self.model, config.optim, env.device)
-        schedule = self.identity["schedule"]
+        schedule = spec.identity["schedule"]
         self.scheduler = warmup_cosine(
             self.optimizer, schedule["warmup_steps"], schedule["schedule_steps"], config.optim.min_lr_ratio
         )
+        self.checkpoints = Checkpoints(spec.output, env, spec.identity, self.model, self.optimizer, self.scheduler)
         if payload is None:
             self.state = TrainState()
             torch.manual_seed(derive_seed(config.seed, "rank", env.rank))
         else:
-            checkpoint.check_weights(self.resume_path, self.model, payload.get("model"))
-            try:
-                self.model.load_state_dict(payload["model"])
-                self.optimizer.load_state_dict(payload["optimizer"])
-                self.scheduler.load_state_dict(payload["scheduler"])
-                self.state = TrainState.from_dict(payload["train_state"])
-            except (KeyError, TypeError, ValueError, RuntimeError) as error:
-                raise checkpoint.CheckpointError(f"{self.resume_path}: cannot resume from it ({error})") from None
+            self.state = self.checkpoints.resume(spec.resume_path, payload)
+        # What the steps call: the model under DDP across ranks, compiled where asked.
         self.ddp = (
             DistributedDataParallel(
                 self.model,
@@ -160,348 +110,131 @@ class Trainer:
             else None
         )
         wrapped = self.ddp or self.model
-        block_size = self.model_config.block_size
         self.compile_count = CompileCount() if config.compile else None
+        block_size = spec.model_config.block_size
         self.forward = compile_model(wrapped, config.pad_to_multiple, block_size) if config.compile else wrapped
         if payload is not None:
             set_rng_state(payload["rng"][env.rank], env.device)
-        self.events = EventLog(self.output / "events.jsonl", env.is_main, fresh=payload is None)
-        self._plan: tuple[int, list] | None = None
+        # Kept apart: validation, checkpoints, what the loop reports.
+        events = EventLog(spec.output / "events.jsonl", env.is_main, fresh=payload is None)
+        self.validator = Validator(spec, self.model, self.deadline, events, self.checkpoints)
+        self.log = RunLog(spec, events)
         self.budget = Budget(config.max_seconds)
-        self.totals = {"useful": 0.0, "padded": 0.0, "seconds": 0.0, "updates": 0}
-
-    # -- the loop ----------------------------------------------------------------------------
-
-    def _start_outputs(self, fresh: bool) -> None:
-        if self.env.is_main:
-            self.output.mkdir(parents=True, exist_ok=True)
-            for stale in [*self.output.glob(".*.tmp"), *self.output.glob("plots/.*.tmp")]:
-                stale.unlink()  # left by a process killed in the middle of an atomic write
-            if fresh:  # outputs of another run must not pass for this one's
-                for name in ("last.pt", SCHEDULED_BEST, *OUTPUTS):
-                    (self.output / name).unlink(missing_ok=True)
-            elif (self.output / SCHEDULED_BEST).exists():  # undo a deadline's provisional best
-                (self.output / SCHEDULED_BEST).replace(self.output / "best.pt")
-            atomic_write_json(self.output / "identity.json", self.identity)
-        self.env.barrier()
+        self._plan: tuple[int, list] | None = None
 
     def run(self) -> dict[str, Any]:
-        if self.receipt is not None:
-            if self.env.is_main:
-                # DVC deletes uncached metrics and plots it finds changed or missing before it
-                # reruns a stage: a finished run's no-op puts them back (the same bytes).
-                write_metrics_and_plots(self.output, self.finished, self.receipt["status"])
-                if not (self.output / "results.json").exists():
-                    self.rebuild_results()
-                print(json.dumps(self.receipt, sort_keys=True), flush=True)
-            return self.receipt
+        """Train until a stop; results.json's content."""
         started = time.perf_counter()
-        self._start_outputs(fresh=self.resumed_from is None)
-        if self.resumed_from is None:
-            self.save(improved=False, status=None)  # a loadable last.pt from the first moment
-        self.events(
-            "start",
-            note=self.resume_note,
-            step=self.state.step,
-            world_size=self.env.world_size,
-            parameters=self.model.num_parameters(),
-            device=str(self.env.device),
-            train_games=len(self.lengths),
-            validation_games=len(self.data.validation),
-            steps_per_epoch=self.steps_per_epoch,
-            identity_sha256=sha256_json(self.identity),
-        )
-        if self.env.is_main:
-            console(f"train: {self.resume_note}")
-        if self.env.device.type == "cuda":
-            torch.cuda.reset_peak_memory_stats(self.env.device)
-        status = None
-        planned = self.config.epochs * self.steps_per_epoch
-        planned = min(planned, self.config.max_updates or planned)
-        bar = progress_bar(
-            self.env.is_main, total=planned, initial=self.state.step, unit="step", dynamic_ncols=True, desc="train"
-        )
-        telemetry = (
-            GpuTelemetry(self.output / "gpu-telemetry.jsonl", self.config.telemetry_seconds)
-            if self.env.is_main
-            else contextlib.nullcontext()
-        )
-        with bar, telemetry:
-            while status is None:
-                if self.state.validation_due and not self.validate():
-                    status = "deadline_soft_stop"
+        fresh = self.spec.resumed_from is None
+        self.checkpoints.prepare(fresh)
+        if fresh:
+            self.checkpoints.save(self.state, improved=False, status=None)  # a loadable last.pt from the first moment
+        self.log.start(self.state, self.model.num_parameters())
+        deadline_validation = None
+        with self.log.running(self.state) as bar:
+            while True:
+                if self.state.validation_due and not self.validator.validate(self.state):
+                    status = "deadline_soft_stop"  # cut short: still due, the resumed run does it
                     break
                 status = self.stop_reason()
                 if status in FINISHING and not self.validated_at_this_step():
                     # best.pt must be the best *validated* model when the run ends: the weights
                     # of this step are validated first (the loop then asks again).
-                    self.state.validation_due, status = True, None
-                elif status is None:
-                    self.train_step(bar)
+                    self.state.validation_due = True
+                    continue
+                if status is not None:
+                    break
+                self.train_step(bar)
             if status == "deadline_soft_stop" and not self.state.validation_due and not self.validated_at_this_step():
-                self.validate_at_deadline()
-        self.save(improved=False, status=status)
-        return self.finish(status, time.perf_counter() - started)
-
-    def validated_at_this_step(self) -> bool:
-        return bool(self.state.history) and self.state.history[-1]["step"] == self.state.step
-
-    def stop_reason(self) -> str | None:
-        status = terminal_status(self.state, self.config)
-        if status is not None:
-            return status
-        clocks = torch.tensor([self.deadline.soft_stop(), self.budget.spent()], dtype=torch.float64)
-        deadline_hit, budget_spent = (bool(v > 0) for v in self.env.all_reduce_sum(clocks))
-        return "deadline_soft_stop" if deadline_hit else "time_budget" if budget_spent else None
-
-    def plan(self) -> list[list[np.ndarray]]:
-        epoch = self.state.epoch
-        if self._plan is None or self._plan[0] != epoch:
-            self._plan = (
-                epoch,
-                epoch_plan(
-                    self.lengths,
-                    seed=self.config.seed,
-                    epoch=epoch,
-                    micro=self.config.micro,
-                    world_size=self.env.world_size,
-                    accum=self.config.accum,
-                    pool_batches=self.config.bucket_pool_batches,
-                ),
-            )
-        return self._plan[1]
+                deadline_validation = self.validator.at_deadline(self.state)
+        self.checkpoints.save(self.state, improved=False, status=status)
+        return self.log.finish(
+            self.state,
+            status,
+            time.perf_counter() - started,
+            compile_count=self.compile_count,
+            deadline_validation=deadline_validation,
+        )
 
     def train_step(self, bar: Any) -> None:
-        env, state, config = self.env, self.state, self.config
+        """One optimizer update over the plan's next step; the cursor moves on, the log counts it."""
+        config, state = self.spec.config, self.state
         step_batches = self.plan()[state.next_step]
-        # Every rank knows every game's length, so the global target count needs no collective:
-        # each rank's loss is scaled so DDP's gradient average is the mean over all targets.
-        targets_total = sum(int((self.lengths[b] - 1).sum()) for b in step_batches)
-        scale = env.world_size / targets_total
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         started = time.perf_counter()
-        loss_sum = torch.zeros((), device=env.device)
-        useful = padded = 0
-        for index, batch in enumerate(step_batches):
-            share = rank_share(batch, env.rank, env.world_size)
-            inputs, targets = collate(self.data.train.batch(share, pad=PAD)) if len(share) else dummy_batch()
-            if config.pad_to_multiple:  # a bounded set of shapes for a compiled model (padding counted)
-                inputs, targets = pad_to_width(
-                    inputs, targets, config.pad_to_multiple, self.model_config.block_size, rows=config.micro
-                )
-            useful += int(self.lengths[share].sum() - len(share))
-            padded += targets.numel() if len(share) else 0
-            inputs, targets = inputs.to(env.device, non_blocking=True), targets.to(env.device, non_blocking=True)
-            last = index == len(step_batches) - 1
-            sync = contextlib.nullcontext() if last or self.ddp is None else self.ddp.no_sync()
-            with sync:
-                with torch.autocast(env.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-                    logits = self.forward(inputs)
-                loss = F.cross_entropy(
-                    logits.float().flatten(0, 1), targets.flatten(), ignore_index=IGNORE, reduction="sum"
-                )
-                (loss * scale).backward()
-            loss_sum += loss.detach()
+        loss_sum, useful, padded = self.forward_backward(step_batches)
         lr = self.scheduler.get_last_lr()[0]
         norm = clip_gradients(self.model, config.optim.grad_clip, state.step)
         self.optimizer.step()
         self.scheduler.step()
-        if env.device.type == "cuda":
-            torch.cuda.synchronize(env.device)
-        elapsed = time.perf_counter() - started
-        self.totals["useful"] += useful
-        self.totals["padded"] += padded
-        self.totals["seconds"] += elapsed
-        self.totals["updates"] += 1
+        if self.spec.env.device.type == "cuda":
+            torch.cuda.synchronize(self.spec.env.device)
+        seconds = time.perf_counter() - started
         state.step += 1
         state.next_step += 1
         if state.next_step == len(self.plan()):
             state.epoch, state.next_step, state.validation_due = state.epoch + 1, 0, True
         if config.validation_every_steps and state.step % config.validation_every_steps == 0:
             state.validation_due = True
-        bar.update(1)
-        if state.step % config.log_every_steps == 0:
-            total = env.all_reduce_sum(torch.tensor([float(loss_sum), useful, padded], dtype=torch.float64))
-            nll, tokens_per_second = float(total[0] / total[1]), float(total[1]) / elapsed
-            record = {
-                "step": state.step,
-                "nll": nll,
-                "lr": lr,
-                "grad_norm": norm,
-                "padding_fraction": 1 - float(total[1] / total[2]),
-            }
-            state.train_log.append(record)
-            self.events(
-                "train",
-                epoch=state.epoch,
-                useful_tokens_per_second=tokens_per_second,
-                padded_tokens_per_second=float(total[2]) / elapsed,
-                step_seconds=elapsed,
-                **record,
-            )
-            bar.set_postfix(
-                nll=f"{nll:.3f}",
-                lr=f"{lr:.2e}",
-                gnorm=f"{norm:.2f}",
-                tok_s=f"{tokens_per_second:.0f}",
-                pad=f"{record['padding_fraction']:.1%}",
-            )
+        self.log.step(
+            state, bar, loss_sum=loss_sum, useful=useful, padded=padded, seconds=seconds, lr=lr, grad_norm=norm
+        )
 
-    # -- validation and checkpoints ----------------------------------------------------------
-
-    def validate(self) -> bool:
-        """Validate and record it (best, patience, checkpoints). False (and nothing recorded)
-        when the deadline cut it short."""
-        started = time.perf_counter()
-        metrics = self.measure(should_stop=lambda: self.env.any(self.deadline.soft_stop()))
-        if metrics is None:
-            self.events("validation_cut_short", step=self.state.step, seconds=time.perf_counter() - started)
-            if self.env.is_main:
-                console(
-                    f"train: validation at step {self.state.step} cut short by the deadline; "
-                    "best and patience unchanged"
+    def forward_backward(self, step_batches: list[np.ndarray]) -> tuple[torch.Tensor, int, int]:
+        """Gradients of one step's microbatches (DDP syncs at the last); the summed loss and
+        this rank's useful and padded target counts."""
+        env, config, lengths = self.spec.env, self.spec.config, self.spec.lengths
+        # Every rank knows every game's length, so the global target count needs no collective:
+        # each rank's loss is scaled so DDP's gradient average is the mean over all targets.
+        scale = env.world_size / sum(int((lengths[b] - 1).sum()) for b in step_batches)
+        loss_sum = torch.zeros((), device=env.device)
+        useful = padded = 0
+        for index, batch in enumerate(step_batches):
+            share = rank_share(batch, env.rank, env.world_size)
+            inputs, targets = collate(self.spec.data.train.batch(share, pad=PAD)) if len(share) else dummy_batch()
+            if config.pad_to_multiple:  # a bounded set of shapes for a compiled model (padding counted)
+                inputs, targets = pad_to_width(
+                    inputs, targets, config.pad_to_multiple, self.spec.model_config.block_size, rows=config.micro
                 )
-            return False
-        improved = self.state.record_validation(metrics, self.config.min_delta)
-        self.events(
-            "validation",
-            step=self.state.step,
-            epoch=self.state.epoch,
-            improved=improved,
-            best_nll=self.state.best_nll,
-            bad_checks=self.state.bad_checks,
-            seconds=time.perf_counter() - started,
-            **metrics,
-        )
-        if self.env.is_main:
-            progress.write(
-                f"validation @ step {self.state.step}: nll {metrics['nll']:.4f} "
-                f"(best {self.state.best_nll:.4f} @ {self.state.best_step}, "
-                f"{self.state.bad_checks}/{self.config.patience} without improvement)"
+            useful += int(lengths[share].sum() - len(share))
+            padded += targets.numel() if len(share) else 0
+            inputs, targets = inputs.to(env.device, non_blocking=True), targets.to(env.device, non_blocking=True)
+            last = index == len(step_batches) - 1
+            sync = contextlib.nullcontext() if last or self.ddp is None else self.ddp.no_sync()
+            with sync:
+                with torch.autocast(env.device.type, dtype=torch.bfloat16, enabled=self.spec.bf16):
+                    logits = self.forward(inputs)
+                loss = F.cross_entropy(
+                    logits.float().flatten(0, 1), targets.flatten(), ignore_index=IGNORE, reduction="sum"
+                )
+                (loss * scale).backward()
+            loss_sum += loss.detach()
+        return loss_sum, useful, padded
+
+    def stop_reason(self) -> str | None:
+        status = terminal_status(self.state, self.spec.config)
+        if status is not None:
+            return status
+        clocks = torch.tensor([self.deadline.soft_stop(), self.budget.spent()], dtype=torch.float64)
+        deadline_hit, budget_spent = (bool(v > 0) for v in self.spec.env.all_reduce_sum(clocks))
+        return "deadline_soft_stop" if deadline_hit else "time_budget" if budget_spent else None
+
+    def validated_at_this_step(self) -> bool:
+        return bool(self.state.history) and self.state.history[-1]["step"] == self.state.step
+
+    def plan(self) -> list[list[np.ndarray]]:
+        """This epoch's steps, each a list of microbatches of game indices."""
+        config, epoch = self.spec.config, self.state.epoch
+        if self._plan is None or self._plan[0] != epoch:
+            plan = epoch_plan(
+                self.spec.lengths,
+                seed=config.seed,
+                epoch=epoch,
+                micro=config.micro,
+                world_size=self.spec.env.world_size,
+                accum=config.accum,
+                pool_batches=config.bucket_pool_batches,
             )
-        self.save(improved=improved, status=None)
-        return True
-
-    def validate_at_deadline(self) -> None:
-        """Validate the weights the deadline stops with, without recording it in the state the
-        resumed run continues from. When they beat the best, best.pt becomes theirs and the
-        scheduled best moves to SCHEDULED_BEST, which the resumed run moves back."""
-        started = time.perf_counter()
-        metrics = self.measure(should_stop=lambda: self.env.any(self.deadline.validation_window_closed()))
-        if metrics is None:
-            return
-        provisional = TrainState.from_dict(copy.deepcopy(self.state.to_dict()))
-        improved = provisional.record_validation(metrics, self.config.min_delta)
-        if improved and self.env.is_main:
-            best = self.output / "best.pt"
-            if best.exists():
-                best.replace(self.output / SCHEDULED_BEST)
-            checkpoint.save(best_payload(self.model, self.identity, provisional), best)
-        self.deadline_validation = {"step": self.state.step, "nll": metrics["nll"], "improved": improved}
-        self.events("deadline_validation", seconds=time.perf_counter() - started, **self.deadline_validation)
-        if self.env.is_main:
-            console(
-                f"train: validated at the deadline, step {self.state.step}: nll {metrics['nll']:.4f} "
-                + ("(best.pt until the run resumes)" if improved else f"(best {self.state.best_nll:.4f} stays)")
-            )
-        self.env.barrier()
-
-    def measure(self, should_stop: Callable[[], bool]) -> dict[str, Any] | None:
-        """Validation metrics from this rank's share of the batches, summed over ranks; None
-        when `should_stop` cut it short."""
-        env, config = self.env, self.config
-        validation = self.data.validation
-        batches = eval_batches(validation.lengths(), config.validation_micro or 2 * config.micro)
-        mine = batches[env.rank :: env.world_size]
-        mine += [np.zeros(0, dtype=np.int64)] * (-(-len(batches) // env.world_size) - len(mine))
-        totals = accumulate(
-            self.model,
-            validation,
-            mine,
-            device=env.device,
-            bf16=self.bf16,
-            legality=legality_subset(len(validation), config.legality_eval_games),
-            should_stop=should_stop,
-        )
-        return None if totals is None else Totals(env.all_reduce_sum(totals.tensor())).result()
-
-    def save(self, improved: bool, status: str | None) -> None:
-        """best.pt first, then last.pt: a kill between them leaves a last.pt that has not
-        yet seen this best, so its resume redoes the validation and rewrites best.pt."""
-        rngs = self.env.gather(rng_state(self.env.device))
-        if self.env.is_main:
-            if improved:
-                checkpoint.save(best_payload(self.model, self.identity, self.state), self.output / "best.pt")
-            checkpoint.save(
-                last_payload(self.model, self.identity, self.optimizer, self.scheduler, rngs, self.state, status),
-                self.output / "last.pt",
-            )
-        self.env.barrier()
-
-    def rebuild_results(self) -> None:
-        """results.json of a run that finished but was killed between its final last.pt and
-        results.json: everything last.pt knows; the throughput, memory and wall time it does not."""
-        run = run_results(self.finished, self.receipt["status"], useful=0.0, padded=0.0, seconds=0.0, updates=0)
-        note = (
-            f"{self.resume_note}; results.json rebuilt from last.pt (the finished run stopped before writing it): "
-            "throughput, peak memory and wall time not known"
-        )
-        results = self.results_of({**run, "throughput": None}, note=note, memory=None, wall_seconds=None)
-        write_results(self.output, results, self.finished)
-
-    def results_of(self, run: dict[str, Any], *, note: str, memory: Any, wall_seconds: float | None) -> dict[str, Any]:
-        """results.json's content: the run's part (run_results) and what this process knows."""
-        return {
-            **run,
-            "resumed_from_step": self.resumed_from,
-            "note": note,
-            "world_size": self.env.world_size,
-            "parameters": self.model.num_parameters(),
-            "steps_per_epoch": self.steps_per_epoch,
-            "peak_memory": memory,
-            "wall_seconds": wall_seconds,
-            "output": str(self.output),
-            "identity_sha256": sha256_json(self.identity),
-            "deadline_validation": self.deadline_validation,
-        }
-
-    def finish(self, status: str, wall_seconds: float) -> dict[str, Any]:
-        env = self.env
-        sums = env.all_reduce_sum(torch.tensor([self.totals["useful"], self.totals["padded"]], dtype=torch.float64))
-        memory = env.gather({"rank": env.rank, **peak_memory(env.device)})
-        run = run_results(
-            self.state,
-            status,
-            useful=float(sums[0]),
-            padded=float(sums[1]),
-            seconds=self.totals["seconds"],
-            updates=self.totals["updates"],
-        )
-        results = self.results_of(run, note=self.resume_note, memory=memory, wall_seconds=wall_seconds)
-        if self.compile_count is not None:  # only then: an eager run's results.json keeps its keys
-            widths = width_count(self.config.pad_to_multiple, self.model_config.block_size)
-            results["compile"] = {
-                **self.compile_count.report(),
-                "pad_to_multiple": self.config.pad_to_multiple,
-                "max_widths": widths,
-            }
-            if env.is_main:
-                console(describe(results["compile"], results["compile"]["max_widths"]))
-        if env.is_main:
-            write_results(self.output, results, self.state)
-            self.events(
-                "stop",
-                status=status,
-                step=self.state.step,
-                best_step=self.state.best_step,
-                best_nll=self.state.best_nll,
-                wall_seconds=wall_seconds,
-            )
-            print(summary(results), flush=True)
-        return results
-
-
-def train(config: TrainConfig, data: TrainData, output: Path, env: DistEnv, **options: Any) -> dict[str, Any]:
-    """Train (or resume, or confirm a finished run) and return results.json's content."""
-    return Trainer(config, data, output, env, **options).run()
+            self._plan = (epoch, plan)
+        return self._plan[1]

@@ -24,6 +24,7 @@ from chesscore.train.data import TrainData
 from chesscore.train.distributed import setup
 from chesscore.train.optim import OptimConfig
 from chesscore.train.probe import probe
+from chesscore.train.run import open_run
 from chesscore.train.trainer import Trainer
 from tests.training_data import sample_tokens
 
@@ -58,11 +59,11 @@ def test_the_baseline_trains_resumes_bit_identical_and_probes_on_the_cpu(tmp_pat
         assert r["sequence_length"] == 30 and r["useful_tokens_per_second"] > 0
         assert r["memory"][0]["cpu_max_rss_bytes"] > 4 * PARAMETERS  # at least the fp32 weights
 
-    first = Trainer(CONFIG, data, output, env).run()  # 2 updates (one epoch), then stops
+    first = Trainer(*open_run(CONFIG, data, output, env)).run()  # 2 updates (one epoch), then stops
     assert first["status"] == "max_updates" and first["parameters"] == PARAMETERS
     extended = replace(CONFIG, max_updates=3)
-    resumed = Trainer(extended, data, output, env)
-    assert resumed.resumed_from == 2
+    resumed = Trainer(*open_run(extended, data, output, env))
+    assert resumed.spec.resumed_from == 2
     second = resumed.run()
     assert second["resumed_from_step"] == 2 and second["step"] == 3
     nll = [h["validation"]["nll"] for h in second["history"]]
@@ -72,7 +73,7 @@ def test_the_baseline_trains_resumes_bit_identical_and_probes_on_the_cpu(tmp_pat
     del resumed
 
     # The same 3 updates in one go (no checkpoint in between) give the very same weights.
-    straight = Trainer(extended, data, tmp_path / "straight", env, resume="none")
+    straight = Trainer(*open_run(extended, data, tmp_path / "straight", env, resume="none"))
     bar = tqdm(disable=True)
     for _ in range(3):
         straight.train_step(bar)

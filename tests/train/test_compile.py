@@ -24,6 +24,7 @@ from chesscore.train.config import TrainConfig
 from chesscore.train.data import TrainData
 from chesscore.train.distributed import setup
 from chesscore.train.optim import OptimConfig
+from chesscore.train.run import open_run
 from chesscore.train.trainer import Trainer
 from tests.training_data import sample_tokens
 
@@ -38,7 +39,7 @@ def many_lengths(n_games: int) -> TrainData:
 
 
 def run(data: TrainData, output: Path, config: TrainConfig) -> tuple[Trainer, dict]:
-    trainer = Trainer(config, data, output, setup("cpu"), resume="none")
+    trainer = Trainer(*open_run(config, data, output, setup("cpu"), resume="none"))
     return trainer, trainer.run()
 
 
@@ -142,7 +143,7 @@ def test_bf16_autocast_on_the_cpu_follows_fp32_and_keeps_fp32_weights(tmp_path):
     )
     fp32, fp32_results = run(data, tmp_path / "fp32", replace(config, precision="fp32"))
     bf16, bf16_results = run(data, tmp_path / "bf16", replace(config, precision="bf16"))
-    assert bf16.bf16 and not fp32.bf16
+    assert bf16.spec.bf16 and not fp32.spec.bf16
     difference = np.abs(nll_by_step(bf16) - nll_by_step(fp32))
     assert len(difference) == 8 and difference.max() < 0.01  # bf16 keeps 8 mantissa bits; measured 6e-4
     assert difference.max() > 0  # it did run in bf16

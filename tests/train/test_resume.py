@@ -15,9 +15,10 @@ import torch
 from chesscore import checkpoint
 from chesscore.model import GPT
 from chesscore.resume import ResumeRefused
+from chesscore.train import trainer
 from chesscore.train.data import TrainData
 from chesscore.train.distributed import setup
-from chesscore.train.trainer import Trainer
+from chesscore.train.run import finished_run, open_run
 from tests.training_data import CONFIG, MODEL, run, same_artifacts, small_data
 
 
@@ -93,15 +94,17 @@ def test_results_metrics_and_plots_tell_the_same_story(uninterrupted):
 def test_identity_mismatch_is_refused_naming_the_keys(data, uninterrupted, tmp_path):
     other = replace(CONFIG, seed=12, optim=replace(CONFIG.optim, lr=1e-3))
     with pytest.raises(ResumeRefused) as refused:
-        Trainer(other, data, tmp_path, setup("cpu"), model_config=MODEL, resume=str(uninterrupted / "last.pt"))
+        open_run(other, data, tmp_path, setup("cpu"), model_config=MODEL, resume=str(uninterrupted / "last.pt"))
     message = str(refused.value)
     assert "hyperparameters.lr" in message and "seed" in message and "2 key(s)" in message
     assert "0.0003" in message and "0.001" in message
     changed_data = TrainData(data.train, data.validation, fingerprint="another-dataset")
     with pytest.raises(ResumeRefused, match="dataset_fingerprint"):
-        Trainer(CONFIG, changed_data, tmp_path, setup("cpu"), model_config=MODEL, resume=str(uninterrupted / "last.pt"))
+        open_run(
+            CONFIG, changed_data, tmp_path, setup("cpu"), model_config=MODEL, resume=str(uninterrupted / "last.pt")
+        )
     with pytest.raises(ResumeRefused, match="not a last checkpoint"):
-        Trainer(CONFIG, data, tmp_path, setup("cpu"), model_config=MODEL, resume=str(uninterrupted / "best.pt"))
+        open_run(CONFIG, data, tmp_path, setup("cpu"), model_config=MODEL, resume=str(uninterrupted / "best.pt"))
 
 
 @pytest.mark.slow
@@ -148,6 +151,31 @@ def test_finished_run_resumes_as_a_no_op_with_a_receipt(data, tmp_path, capsys):
     }
     assert rebuilt["throughput"] is None and "rebuilt from last.pt" in rebuilt["note"]
     assert rebuilt["best_checkpoint_sha256"] == results["best_checkpoint_sha256"]
+
+
+def test_a_finished_run_is_confirmed_before_any_training_state_is_built(data, tmp_path, capsys, monkeypatch):
+    config = replace(CONFIG, max_updates=3)
+    run(data, tmp_path, config)
+    capsys.readouterr()
+    before = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in tmp_path.rglob("*") if p.is_file()}
+
+    def no_trainer(*args, **kwargs):
+        raise AssertionError("a finished run built a Trainer (weights, optimizer, batches)")
+
+    monkeypatch.setattr(trainer, "Trainer", no_trainer)
+    receipt = run(data, tmp_path, config)
+    assert (receipt["status"], receipt["resume_action"], receipt["step"]) == ("max_updates", "no_op_terminal", 3)
+    assert (receipt["optimizer_updates"], receipt["validation_checks"], receipt["checkpoint_written"]) == (0, 0, False)
+    assert json.loads(capsys.readouterr().out) == receipt  # reported: one JSON line
+    assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in tmp_path.rglob("*") if p.is_file()} == before
+    # finished_run itself: the same receipt for the finished run, None (nothing printed or
+    # written) for one with steps left.
+    assert finished_run(*open_run(config, data, tmp_path, setup("cpu"), model_config=MODEL)) == receipt
+    capsys.readouterr()
+    more = open_run(replace(CONFIG, max_updates=4), data, tmp_path, setup("cpu"), model_config=MODEL)
+    assert more[0].resumed_from == 3 and finished_run(*more) is None
+    assert capsys.readouterr().out == ""
+    assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in tmp_path.rglob("*") if p.is_file()} == before
 
 
 def test_max_updates_extends_a_run_whose_schedule_is_unchanged(data, tmp_path):

@@ -15,6 +15,7 @@ from chesscore import checkpoint, failures
 from chesscore.train.data import TrainData
 from chesscore.train.deadline import Deadline, parse_time
 from chesscore.train.distributed import setup
+from chesscore.train.run import open_run
 from chesscore.train.state import TrainState
 from chesscore.train.trainer import SCHEDULED_BEST, Trainer
 from stages import train as train_stage
@@ -53,11 +54,7 @@ def run_until_deadline(
     data: TrainData, output: Path, clock: LateClock, deadline: float = 1.0, margin: float = 0.0
 ) -> dict:
     trainer = Trainer(
-        CONFIG,
-        data,
-        output,
-        setup("cpu"),
-        model_config=MODEL,
+        *open_run(CONFIG, data, output, setup("cpu"), model_config=MODEL),
         deadline=Deadline(at=deadline, margin=margin, clock=clock),
     )
     clock.trainer = trainer
@@ -142,7 +139,7 @@ def test_a_stop_between_validations_validates_the_weights_it_stops_with(data, tm
     # max_updates 2 < validation_every_steps 3: without the stop's own validation, best.pt would
     # be the untrained step-0 weights. The time budget is spent after one update (a fake clock).
     config = replace(CONFIG, max_updates=2) if stop == "max_updates" else replace(CONFIG, max_seconds=1.0)
-    trainer = Trainer(config, data, tmp_path, setup("cpu"), model_config=MODEL)
+    trainer = Trainer(*open_run(config, data, tmp_path, setup("cpu"), model_config=MODEL))
     if stop == "time_budget":
         trainer.budget.spent = lambda: trainer.state.step >= 1
     results = trainer.run()
