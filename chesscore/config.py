@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import datetime
 import difflib
 import functools
 import inspect
@@ -185,6 +186,8 @@ def coerce(tp: Any, value: Any, where: str) -> Any:
     elif tp is str:
         if isinstance(value, str):
             return value
+        if isinstance(value, (datetime.date, datetime.datetime)):  # YAML reads an unquoted time as one
+            return value.isoformat()
     elif tp is Path:
         if isinstance(value, (str, Path)) and str(value):
             return Path(value)

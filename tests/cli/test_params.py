@@ -110,6 +110,24 @@ def test_flags_override_params_and_are_checked_like_them(tmp_path):
         stage_settings(["--params", str(params), "--threads", "0"], "train", cls, "doc")
 
 
+def test_an_unquoted_deadline_is_the_time_it_names_as_a_flag_and_in_params(tmp_path):
+    """YAML reads `2000-01-01T00:00:00Z` unquoted as a datetime; the deadline setting (a string
+    or Unix seconds) was refused with it, from the flag and from params.yaml alike."""
+    from chesscore.train.deadline import parse_time
+
+    params = tmp_path / "params.yaml"
+    params.write_text("train:\n  deadline: 2000-01-01T00:00:00Z\n")
+    cls = settings_class("train")
+    from_params, _ = stage_settings(["--params", str(params)], "train", cls, "doc")
+    params.write_text("train: {}\n")
+    from_flag, _ = stage_settings(
+        ["--params", str(params), "--deadline", "2000-01-01T01:00:00+01:00"], "train", cls, "doc"
+    )
+    assert parse_time(from_params.run.deadline) == parse_time(from_flag.run.deadline) == 946684800.0
+    seconds, _ = stage_settings(["--params", str(params), "--deadline", "946684800"], "train", cls, "doc")
+    assert parse_time(seconds.run.deadline) == 946684800.0
+
+
 def test_exponent_floats_are_floats_as_dvc_reads_them(tmp_path: Path):
     path = tmp_path / "params.yaml"
     path.write_text("train:\n  lr: 1e-5\n  min_delta: 2.5E-3\n  epochs: 3\n  name: 1.0.0\n")
