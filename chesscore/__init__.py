@@ -9,11 +9,7 @@ At the top, what every part shares:
     fileio      atomic writes (fsynced), staged folders, content hashes, YAML read as DVC reads it
     config      settings dataclasses: checked mappings, fields documented by their comments
     ranges      the sign and range checks of every config dataclass's knobs
-    progress    the progress bar every long loop shows
-    seeds       one seed per use of a run's seed, derived by hashing (training, arena, self-play)
     resume      resuming a run: which checkpoint, identity checks, stable checkpoint bytes
-    locks       OS file locks that die with their process; temporary folders owned by one
-    children    pool workers that die with the process that started them
 
 Then one sub-package per concern, in the order the pipeline runs:
 
@@ -28,4 +24,5 @@ Then one sub-package per concern, in the order the pipeline runs:
     cli/        what every stage CLI shares: params and flags, exit codes (runner), faults
     pipeline/   the pipeline as a whole: params profiles, the one-screen summary of a run
     samplegen/  the generator of the embedded sample
+    runtime/    what long-running processes share: progress bars, seeds, file locks, child processes
 """

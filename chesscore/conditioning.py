@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from chesscore.seeds import derive_seed
+from chesscore.runtime.seeds import derive_seed
 from chesscore.tokens import PAD, PREFIX_LENGTH, UNKNOWN_PREFIX, conditioning_prefix, rating_token, time_control_token
 
 FIELDS = ("white_rating", "black_rating", "time_control")  # the prefix's positions, in order

@@ -32,7 +32,7 @@ from typing import Any
 
 from chesscore import failures
 from chesscore.cli.params import read_params
-from chesscore.locks import scratch_dir
+from chesscore.runtime.locks import scratch_dir
 from flows import dvc_stages
 
 PART_PREFIX = "scale/dvc.yaml:part@"

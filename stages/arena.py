@@ -50,7 +50,7 @@ from chesscore.play.engine import find_stockfish
 from chesscore.play.opponents import OpponentSpec, StockfishSearch, build_opponents, check_names
 from chesscore.play.report import console_text, write_outputs
 from chesscore.play.strength import curve_text, strength_curve
-from chesscore.progress import progress_bar
+from chesscore.runtime.progress import progress_bar
 
 TIMING = "timing.json"  # seconds of the stage and of its judge: they differ run to run
 

@@ -30,7 +30,7 @@ from chesscore.cli.runner import run_stage
 from chesscore.config import flat
 from chesscore.ingest import validate_run
 from chesscore.ingest.convert import ConvertConfig, run_convert
-from chesscore.progress import progress_bar
+from chesscore.runtime.progress import progress_bar
 
 
 @dataclass(frozen=True)

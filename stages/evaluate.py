@@ -43,7 +43,7 @@ from chesscore.eval.human import headline as human_headline
 from chesscore.eval.report import RECORD, write_dvc_files, write_outputs
 from chesscore.fileio import sha256_file, sha256_json
 from chesscore.model import pick_device
-from chesscore.progress import progress_bar
+from chesscore.runtime.progress import progress_bar
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from chesscore.cli.runner import run_stage
 from chesscore.ingest.merge import merge_parts
 from chesscore.ingest.runs import WINDOW
 from chesscore.ingest.validate_run import require_accepted
-from chesscore.progress import progress_bar
+from chesscore.runtime.progress import progress_bar
 
 
 @dataclass(frozen=True)

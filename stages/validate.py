@@ -37,7 +37,7 @@ from chesscore.config import flat
 from chesscore.ingest.runs import KeyLog
 from chesscore.ingest.validate import ValidateConfig
 from chesscore.ingest.validate_run import input_files, require_accepted, run_validate
-from chesscore.progress import progress_bar
+from chesscore.runtime.progress import progress_bar
 
 
 @dataclass(frozen=True)

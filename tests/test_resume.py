@@ -10,8 +10,8 @@ from chesscore.resume import ResumeRefused, check_identity
 
 
 def test_a_refusal_names_the_keys_and_both_values_even_where_keys_hold_dots():
-    saved = {"seed": 1, "code": {"chesscore/model.py": "aaa", "chesscore/seeds.py": "same"}}
-    current = {"seed": 1, "code": {"chesscore/model.py": "bbb", "chesscore/seeds.py": "same"}}
+    saved = {"seed": 1, "code": {"chesscore/model.py": "aaa", "chesscore/runtime/seeds.py": "same"}}
+    current = {"seed": 1, "code": {"chesscore/model.py": "bbb", "chesscore/runtime/seeds.py": "same"}}
     with pytest.raises(ResumeRefused) as refused:
         check_identity(Path("last.pt"), saved, current)
     message = str(refused.value)

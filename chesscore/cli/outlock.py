@@ -21,7 +21,7 @@ import shutil
 from pathlib import Path
 
 from chesscore.failures import Refused, Temporary
-from chesscore.locks import FileLock
+from chesscore.runtime.locks import FileLock
 
 WAIT_ENV = "CHESSCORE_LOCK_WAIT"
 _HELD: dict[Path, FileLock] = {}  # held until the process ends (or release_output)

@@ -35,7 +35,7 @@ from chesscore.data import dataset
 from chesscore.eval.conditioning import band_of
 from chesscore.fileio import atomic_write_json
 from chesscore.model import GPT
-from chesscore.progress import progress_bar
+from chesscore.runtime.progress import progress_bar
 from chesscore.tokens import PREFIX_LENGTH, PROMOTION_TOKEN, UNKNOWN_PREFIX, State, rating_token
 
 RATINGS = (1000, 1400, 1800, 2200)  # evaluate's conditioning bands

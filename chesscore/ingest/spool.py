@@ -28,10 +28,10 @@ from contextlib import contextmanager
 from multiprocessing import get_context
 from pathlib import Path
 
-from chesscore.children import die_with_parent
 from chesscore.ingest.chunks import CUT, Chunk
-from chesscore.locks import scratch_dir
 from chesscore.pgn import inputs as pgn_input
+from chesscore.runtime.children import die_with_parent
+from chesscore.runtime.locks import scratch_dir
 
 _POLL_S = 1.0  # how often a waiting caller checks that the reader is still alive
 
@@ -111,7 +111,7 @@ class _Ranges:
 def spool_dir() -> Iterator[Path]:
     """A temporary folder for spooled ranges; it must outlive the workers' reads of them. A
     killed run's folder (up to 2 x depth ranges of inflated text) is removed by the next run's
-    spool_dir (chesscore.locks.scratch_dir), not left in the temp folder for good."""
+    spool_dir (chesscore.runtime.locks.scratch_dir), not left in the temp folder for good."""
     with scratch_dir("chesscore-spool-") as spool:
         yield spool
 

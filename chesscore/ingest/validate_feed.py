@@ -29,13 +29,13 @@ from typing import Any
 
 import pyarrow.compute as pc
 
-from chesscore.children import die_with_parent
 from chesscore.data.shards import SCHEMA
 from chesscore.ingest.chunks import Chunk, ChunkJob, batches, cut_chunks, file_chunks, validate_chunk
 from chesscore.ingest.spool import spool_dir, spooled_chunks
 from chesscore.ingest.validate import BatchJob, BatchResult, ValidateConfig, rejected, validate_batch
 from chesscore.pgn import inputs as pgn_input
 from chesscore.pgn.split import RawGame, split_games
+from chesscore.runtime.children import die_with_parent
 
 GAME_BYTES = 1 << 10  # about a Lichess game with clocks: a range is batch_games of them
 

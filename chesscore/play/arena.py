@@ -42,7 +42,7 @@ from chesscore.play.engine import Stockfish, StockfishLevel
 from chesscore.play.engines import ModelEngine, RandomEngine, StockfishEngine
 from chesscore.play.loop import Game, Side, play_batch
 from chesscore.play.moves import Sampler
-from chesscore.seeds import derive_seed
+from chesscore.runtime.seeds import derive_seed
 from chesscore.tokens import RATING_UNKNOWN, TIME_CONTROL_UNKNOWN, State, rating_token
 
 # Named book lines (UCI). Short, so the model still plays nearly the whole game.

@@ -27,7 +27,7 @@ import torch
 from chesscore.model import GPT
 from chesscore.play.engine import Stockfish
 from chesscore.play.moves import ModelPlayer, Sampler, cache_length, choose_moves
-from chesscore.seeds import derive_seed
+from chesscore.runtime.seeds import derive_seed
 from chesscore.tokens import PAD, encode_game, encode_move
 
 if TYPE_CHECKING:  # chesscore.play.loop imports this module

@@ -19,9 +19,9 @@ from pathlib import Path
 import chess.engine
 import zstandard
 
-from chesscore.children import die_with_parent
 from chesscore.fileio import atomic_write_bytes
-from chesscore.progress import progress_bar
+from chesscore.runtime.children import die_with_parent
+from chesscore.runtime.progress import progress_bar
 
 from . import rejects
 from .engine_game import GameRecord

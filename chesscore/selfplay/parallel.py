@@ -16,7 +16,7 @@ thread pool, which is not fork-safe (forked children can deadlock in it). Each w
 one-process ProcessPoolExecutor, so the pool knows which shard a dead worker was playing:
 that call fails with WorkerDied naming the shard (never a hang), and the worker is replaced
 so the next call works. The weights go to workers as checkpoint files in a temporary folder
-(chesscore.locks.scratch_dir: a killed run's folder is swept by the next pool), loaded with
+(chesscore.runtime.locks.scratch_dir: a killed run's folder is swept by the next pool), loaded with
 weights_only=True, written afresh by every call (never through pickled init
 arguments, which pass down a pipe and broke with large state dicts).
 """
@@ -34,10 +34,10 @@ from contextlib import ExitStack
 import torch
 
 from chesscore.checkpoint import load_model, model_payload, save
-from chesscore.children import die_with_parent
-from chesscore.locks import scratch_dir
 from chesscore.model import GPT
-from chesscore.progress import progress_bar
+from chesscore.runtime.children import die_with_parent
+from chesscore.runtime.locks import scratch_dir
+from chesscore.runtime.progress import progress_bar
 from chesscore.selfplay.games import GameRecord, SelfPlayConfig, play_games, summarise
 from chesscore.selfplay.plan import Shard, WorkerDied, plan_shards
 

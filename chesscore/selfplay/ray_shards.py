@@ -21,8 +21,8 @@ import ray
 import torch
 
 from chesscore.checkpoint import load_model
-from chesscore.locks import scratch_dir
 from chesscore.model import GPT
+from chesscore.runtime.locks import scratch_dir
 from chesscore.selfplay.games import GameRecord, play_games
 from chesscore.selfplay.plan import Shard, WorkerDied
 

@@ -47,7 +47,7 @@ from chesscore.model import GPT
 from chesscore.play.adjudication import Adjudication
 from chesscore.play.elo import elo_difference
 from chesscore.resume import canonical, find_resume
-from chesscore.seeds import derive_seed
+from chesscore.runtime.seeds import derive_seed
 from chesscore.selfplay.export import PlayedGame, write_games
 from chesscore.selfplay.games import GameRecord, SelfPlayConfig, summarise
 from chesscore.selfplay.parallel import SelfPlayPool

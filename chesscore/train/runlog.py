@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from chesscore.fileio import sha256_json
-from chesscore.progress import progress_bar
+from chesscore.runtime.progress import progress_bar
 from chesscore.train.compiled import CompileCount, describe, width_count
 from chesscore.train.report import EventLog, GpuTelemetry, console, peak_memory, run_results, summary, write_results
 from chesscore.train.run import RunSpec

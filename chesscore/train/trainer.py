@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 from chesscore.model import GPT, GPTConfig
-from chesscore.seeds import derive_seed
+from chesscore.runtime.seeds import derive_seed
 from chesscore.tokens import PAD
 from chesscore.train.batching import IGNORE, collate, dummy_batch, epoch_plan, pad_to_width, rank_share
 from chesscore.train.checkpoints import SCHEDULED_BEST, Checkpoints

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from chesscore import progress
+from chesscore.runtime import progress
 from chesscore.train.batching import eval_batches
 from chesscore.train.checkpoints import Checkpoints
 from chesscore.train.deadline import Deadline

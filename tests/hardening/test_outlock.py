@@ -1,5 +1,5 @@
 """One writer per output folder (chesscore.cli.outlock) and no leaked temporary folders
-(chesscore.locks.scratch_dir). The reproductions: two `stages.train --output X` at once both
+(chesscore.runtime.locks.scratch_dir). The reproductions: two `stages.train --output X` at once both
 exited 0, mixing their files; each killed self-play left a 3.7 MB folder of weights in /tmp."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 from chesscore.cli import outlock
 from chesscore.failures import MARKER
 from chesscore.ingest.spool import spool_dir
-from chesscore.locks import FileLock, is_locked, scratch_dir, sweep_scratch
+from chesscore.runtime.locks import FileLock, is_locked, scratch_dir, sweep_scratch
 from tests.hardening.pgnfiles import SAMPLE, process_tree
 from tests.imports import PROJECT
 from tests.inprocess import run_module

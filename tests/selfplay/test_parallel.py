@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from chesscore.model import CONFIGS, GPT
-from chesscore.seeds import derive_seed
+from chesscore.runtime.seeds import derive_seed
 from chesscore.selfplay.games import SelfPlayConfig, play_games
 from chesscore.selfplay.parallel import SelfPlayPool, WorkerDied, plan_shards
 
