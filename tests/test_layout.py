@@ -90,3 +90,13 @@ def test_out_of_memory_is_temporary_and_anything_else_a_bug():
     assert failures.classify(MemoryError()) is failures.Temporary
     assert failures.classify(torch.OutOfMemoryError("CUDA out of memory")) is failures.Temporary
     assert failures.classify(ZeroDivisionError()) is None
+
+
+def test_the_code_run_identities_hash_exists():
+    """Training's and self-play's identities hash named files and folders of chesscore; a module
+    moved without its entry here broke `dvc repro` at the train stage, past every other test."""
+    from chesscore.selfplay.run import CODE
+    from chesscore.train.config import TRAINING_CODE
+
+    missing = [path for path in (*TRAINING_CODE, *CODE) if not path.exists()]
+    assert not missing, f"identity code lists name paths that do not exist: {missing}"

@@ -68,7 +68,7 @@ CODE = (
     LIBRARY / "play",
     LIBRARY / "selfplay",
     LIBRARY / "resume.py",
-    LIBRARY / "seeds.py",
+    LIBRARY / "runtime" / "seeds.py",
 )
 # How fast and where the games were played: kept out of the checkpoint, whose bytes must not
 # depend on the machine or the worker count.

@@ -38,7 +38,7 @@ TRAINING_CODE = (
     LIBRARY / "conditioning.py",
     LIBRARY / "checkpoint.py",
     LIBRARY / "resume.py",
-    LIBRARY / "seeds.py",
+    LIBRARY / "runtime" / "seeds.py",
 )
 DEVICES = ("auto", "cpu", "cuda")  # chesscore.train.distributed picks the CUDA device of each rank
 PRECISIONS = ("auto", "fp32", "bf16")
