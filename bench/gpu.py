@@ -6,10 +6,13 @@ in the same run. One command, about 10 minutes on one GPU (`make gpu-check`):
         --train-steps 4 --no-compile --eval-games 2 --selfplay-games 2 --max-plies 8 --uci-moves 3
                                                        # CPU-only: tiny sizes, runs to the end (the test)
 
-Sections, each on --device and then on the CPU (ratios device / CPU):
+Sections, each on --device and then on the CPU, whose side runs at --cpu-threads (2, the CI
+machine's cores, so that ratios are against the 2-core rate the targets name):
   probe     chesscore.train.probe: --model (baseline: 85.9M) at each --micro on the longest game:
             step time, useful tokens/s, MFU against the card's dense bf16 peak (probe's table of
-            known cards; n/a for another card or the CPU), peak memory. The CPU runs --cpu-micro.
+            known cards; n/a for another card or the CPU), peak memory; a size that does not fit
+            is reported out of memory. Then the best size once more, torch.compiled
+            (--probe-compile). The CPU runs --cpu-micro.
   train     a short run of chesscore.train.trainer: --train-model (demo-moves) on the demo dataset
             (data/dataset, else the embedded sample's games: bench/train.py's load), --precision
             (bf16 autocast), torch.compile with batches padded to --pad-to-multiple; its loss
@@ -21,13 +24,15 @@ Sections, each on --device and then on the CPU (ratios device / CPU):
   selfplay  chesscore.selfplay.games.play_games, --selfplay-games games at once, no judge: moves/s.
   uci       chesscore.play.uci.UCIEngine (the model as a UCI engine): `position` + `go` for
             --uci-moves moves of one game against itself: ms per move.
-Everything also goes to --out (bench/out/gpu.json). No device has been lent to this project yet,
-so bench/README.md holds no GPU figures.
+Each section's figures go to --out (bench/out/gpu.json) as soon as it ends, so a run cut short
+keeps what it measured; the run ends with the headline figures against the targets. A machine
+without network: bench/README.md, "bench/gpu.py".
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import io
 import json
@@ -35,7 +40,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +61,7 @@ from chesscore.train.batching import TokenList  # noqa: E402
 from chesscore.train.config import TrainConfig  # noqa: E402
 from chesscore.train.data import TrainData  # noqa: E402
 from chesscore.train.distributed import DistEnv  # noqa: E402
-from chesscore.train.probe import probe  # noqa: E402
+from chesscore.train.probe import peak_flops, probe  # noqa: E402
 from chesscore.train.run import open_run  # noqa: E402
 from chesscore.train.trainer import Trainer  # noqa: E402
 
@@ -65,6 +70,20 @@ CPU = torch.device("cpu")
 
 def env_of(device: torch.device) -> DistEnv:
     return DistEnv(rank=0, world_size=1, local_rank=0, device=device)
+
+
+@contextlib.contextmanager
+def cpu_threads(threads: int | None) -> Iterator[None]:
+    """torch's CPU threads set to `threads` (None: left as they are) for the block: the CPU side
+    runs at the CI machine's 2 cores by default, so its ratios are against the rate the
+    project's targets name, whatever the device machine's CPU."""
+    before = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def timed(device: torch.device, work: Callable[[], Any]) -> tuple[float, Any]:
@@ -79,27 +98,26 @@ def timed(device: torch.device, work: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def probe_section(args: argparse.Namespace, data: TrainData, device: torch.device, out: Path) -> dict[str, Any]:
+    """The probe on the device at each --micro (eager), once more compiled at the micro with the
+    most useful tokens/s, then on the CPU (at --cpu-threads) at --cpu-micro."""
     games = data.train
     if args.probe_tokens:  # the longest game, cut: the CPU-only run's small sizes
         games = TokenList([data.train[i][: args.probe_tokens] for i in range(len(data.train))])
-    sides = {}
-    for name, on, micro, repeats in (
-        ("device", device, args.micro, args.repeats),
-        ("cpu", CPU, [args.cpu_micro or min(args.micro)], 1),
-    ):
+
+    def run(name: str, on: torch.device, micro: list[int], repeats: int, compile: bool) -> dict[str, Any]:
         (out / f"probe-{name}").mkdir(parents=True, exist_ok=True)
-        print(f"\n== probe, {name} ({on}): model {args.model}, micro {micro}")
-        report = probe(
-            CONFIGS[args.model],
-            games,
-            env_of(on),
-            micro,
-            out / f"probe-{name}",
-            repeats=repeats,
-            compile=args.probe_compile,
-            precision=args.precision,
+        print(f"\n== probe, {name} ({on}): model {args.model}, micro {micro}{', compiled' if compile else ''}")
+        return probe(
+            CONFIGS[args.model], games, env_of(on), micro, out / f"probe-{name}", repeats, compile, args.precision
         )
-        sides[name] = report
+
+    sides = {"device": run("device", device, args.micro, args.repeats, compile=False)}
+    fitted = [r for r in sides["device"]["results"] if not r.get("out_of_memory")]
+    if args.probe_compile and fitted:
+        best = max(fitted, key=lambda r: r["useful_tokens_per_second"])["micro_per_rank"]
+        sides["device-compiled"] = run("device-compiled", device, [best], args.repeats, compile=True)
+    with cpu_threads(args.cpu_threads):
+        sides["cpu"] = run("cpu", CPU, [args.cpu_micro], 1, compile=False)
     return sides
 
 
@@ -127,7 +145,10 @@ def train_section(args: argparse.Namespace, data: TrainData, device: torch.devic
     sides, trainers = {}, {}
     for name, on in (("device", device), ("cpu", CPU)):
         print(f"\n== train, {name} ({on}): {args.train_model}, {args.train_steps} steps of {args.train_micro} games")
-        trainer, results = train_run(args, data, on, out / f"train-{name}", compile=args.compile and name == "device")
+        with cpu_threads(args.cpu_threads if name == "cpu" else None):
+            trainer, results = train_run(
+                args, data, on, out / f"train-{name}", compile=args.compile and name == "device"
+            )
         events = [json.loads(line) for line in (out / f"train-{name}" / "events.jsonl").read_text().splitlines()]
         steps = [e["step_seconds"] for e in events if e["event"] == "train"]
         sides[name] = {
@@ -193,9 +214,10 @@ def play_sections(args: argparse.Namespace, data: TrainData, model: GPT, device:
     found: dict[str, dict[str, Any]] = {"evaluate": {}, "selfplay": {}, "uci": {}}
     for name, net in models.items():
         on = next(net.parameters()).device
-        found["evaluate"][name] = evaluate_side(net, games, on)
-        found["selfplay"][name] = selfplay_side(net, args, on)
-        found["uci"][name] = uci_side(net, args, on)
+        with cpu_threads(args.cpu_threads if name == "cpu" else None):
+            found["evaluate"][name] = evaluate_side(net, games, on)
+            found["selfplay"][name] = selfplay_side(net, args, on)
+            found["uci"][name] = uci_side(net, args, on)
     rows = (
         ("evaluate", "positions_per_second", "positions/s", f"{len(games)} games"),
         ("selfplay", "moves_per_second", "moves/s", f"{args.selfplay_games} games x <= {args.max_plies} plies"),
@@ -220,10 +242,18 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--games", type=int, default=4000, help="games read when --dataset is absent")
     parser.add_argument("--model", default="baseline", help="the probe's model config")
     parser.add_argument("--micro", type=int, nargs="+", default=[8, 16, 32, 64], help="the probe's microbatch sizes")
-    parser.add_argument("--cpu-micro", type=int, help="the CPU probe's one microbatch size (default: the smallest)")
+    parser.add_argument("--cpu-micro", type=int, default=1, help="the CPU probe's one microbatch size")
+    parser.add_argument(
+        "--cpu-threads", type=int, default=2, help="torch CPU threads of the CPU side (0: all; 2: the CI machine's)"
+    )
     parser.add_argument("--repeats", type=int, default=3, help="timed probe steps per size on the device")
     parser.add_argument("--probe-tokens", type=int, help="cut the probe's games to this many tokens (small runs)")
-    parser.add_argument("--probe-compile", action="store_true", help="torch.compile the probe's model too")
+    parser.add_argument(
+        "--probe-compile",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="probe the device's best microbatch once more, torch.compiled",
+    )
     parser.add_argument("--precision", default="bf16", choices=["auto", "fp32", "bf16"], help="train.precision")
     parser.add_argument("--train-model", default="demo-moves", help="the training run's model config")
     parser.add_argument("--train-steps", type=int, default=150, help="optimizer steps of the training run")
@@ -242,31 +272,89 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def machine(device: torch.device) -> dict[str, Any]:
+    """What the figures were measured on."""
+    found: dict[str, Any] = {
+        "device": str(device),
+        "torch": str(torch.__version__),
+        "cpu_threads": torch.get_num_threads(),
+    }
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        found |= {
+            "device_name": props.name,
+            "cuda": torch.version.cuda,
+            "capability": f"{props.major}.{props.minor}",
+            "memory_bytes": props.total_memory,
+            "multiprocessors": props.multi_processor_count,
+            "bf16_supported": torch.cuda.is_bf16_supported(),
+            "peak_bf16_flops": peak_flops(device),
+        }
+    else:
+        found["device_name"] = "cpu"
+    return found
+
+
+def headline(report: dict[str, Any]) -> list[str]:
+    """The figures the README quotes, against the targets (issue 41): MFU >= 45% at the best
+    microbatch on an H100, GPU self-play >= 20x the 2-core CPU rate."""
+    lines = []
+    for side in ("device", "device-compiled"):
+        for r in report.get("probe", {}).get(side, {}).get("results", []):
+            if r.get("out_of_memory"):
+                lines.append(f"probe {side:<15} micro {r['micro_per_rank']:>3}: out of memory")
+                continue
+            memory = r["memory"][0]
+            peak = memory["cuda_max_allocated_bytes"] or memory["cpu_max_rss_bytes"]
+            mfu = f"MFU {r['mfu']:.1%}" if r["mfu"] is not None else "MFU n/a"
+            step = statistics.mean(r["step_seconds"])
+            lines.append(
+                f"probe {side:<15} micro {r['micro_per_rank']:>3}: {step * 1000:8.1f} ms, "
+                f"{r['useful_tokens_per_second']:9.0f} useful tokens/s, {mfu}, peak {peak / 2**30:.2f} GiB"
+            )
+    if "selfplay" in report:
+        rates = {k: report["selfplay"][k]["moves_per_second"] for k in ("device", "cpu")}
+        threads = report["arguments"]["cpu_threads"] or "all"
+        lines.append(
+            f"self-play: {rates['device']:.0f} moves/s on the device, {rates['cpu']:.0f} on the CPU at {threads} "
+            f"threads: {rates['device'] / rates['cpu']:.1f}x (target >= 20x)"
+        )
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     args = arguments(argv)
     device = pick_device(args.device)
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     data, source = load(args.dataset, args.games)
-    print(f"bench/gpu: device {device} ({name}), torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
-    print(f"input: {source}")
-    with tempfile.TemporaryDirectory() as work:
-        out = Path(work)
-        probed = probe_section(args, data, device, out)
-        trained = train_section(args, data, device, out)
-        played = play_sections(args, data, trained.pop("model"), device)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    report = {
-        "device": str(device),
-        "device_name": name,
-        "torch": str(torch.__version__),
+    report: dict[str, Any] = {
+        "machine": machine(device),
         "input": source,
         "arguments": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
-        "probe": probed,
-        "train": trained,
-        **played,
+        "section_seconds": {},
     }
-    args.out.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
-    print(f"\nbench/gpu: done; results in {args.out}")
+    print(f"bench/gpu: {json.dumps(report['machine'])}")
+    print(f"input: {source}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+
+    def done(section: str, **found: dict[str, Any]) -> None:
+        """Each section's figures are written as soon as it ends: a run cut short keeps them."""
+        report.update(found)
+        report["section_seconds"][section] = time.perf_counter() - started - sum(report["section_seconds"].values())
+        args.out.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+        print(f"-- {section} done at {time.perf_counter() - started:.0f} s")
+
+    with tempfile.TemporaryDirectory() as work:
+        out = Path(work)
+        done("probe", probe=probe_section(args, data, device, out))
+        trained = train_section(args, data, device, out)
+        model = trained.pop("model")
+        done("train", train=trained)
+        done("play", **play_sections(args, data, model, device))
+    print("\n== headline")
+    for line in headline(report):
+        print("  " + line)
+    print(f"\nbench/gpu: done in {time.perf_counter() - started:.0f} s; results in {args.out}")
     return 0
 
 

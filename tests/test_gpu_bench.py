@@ -21,17 +21,27 @@ TINY = (
 )
 
 
-def test_the_device_check_runs_to_its_end_on_the_cpu(tmp_path, capsys):
+def dataset(tmp_path):
     games = list(sample_tokens()[:30])
     write_dataset(tmp_path / "dataset", games[:24], games[24:])
+    return str(tmp_path / "dataset")
+
+
+@pytest.mark.slow  # inductor compiles the tiny model for the probe: about 15 s
+def test_the_device_check_runs_to_its_end_on_the_cpu(tmp_path, capsys):
     out = tmp_path / "gpu.json"
-    assert gpu.main([*TINY, "--dataset", str(tmp_path / "dataset"), "--out", str(out)]) == 0
+    assert gpu.main([*TINY, "--dataset", dataset(tmp_path), "--out", str(out)]) == 0
     report = json.loads(out.read_text())
-    assert report["device"] == "cpu" and "(train split, 24 games)" in report["input"]
+    assert report["machine"]["device"] == "cpu" and "(train split, 24 games)" in report["input"]
+    assert set(report["section_seconds"]) == {"probe", "train", "play"}
     probe = report["probe"]
     assert [r["micro_per_rank"] for r in probe["device"]["results"]] == [1, 2]
     assert [r["micro_per_rank"] for r in probe["cpu"]["results"]] == [1]
     assert all(r["mfu"] is None and r["sequence_length"] == 63 for r in probe["device"]["results"])
+    # The compiled probe runs once, at the eager size with the most useful tokens/s.
+    best = max(probe["device"]["results"], key=lambda r: r["useful_tokens_per_second"])["micro_per_rank"]
+    compiled = probe["device-compiled"]
+    assert compiled["compile"] is True and [r["micro_per_rank"] for r in compiled["results"]] == [best]
     train = report["train"]
     for side in ("device", "cpu"):
         assert [step for step, _ in train[side]["loss_curve"]] == [1, 2, 3, 4]
@@ -43,6 +53,21 @@ def test_the_device_check_runs_to_its_end_on_the_cpu(tmp_path, capsys):
     assert report["uci"]["device"]["moves"] == 3 and report["uci"]["cpu"]["ms_per_move"] > 0
     printed = capsys.readouterr().out
     assert "MFU n/a" in printed and "loss curve (step:nll)" in printed and "ms per move" in printed
+    headline = printed.split("== headline")[1]
+    assert "probe device-compiled" in headline and "on the CPU at 2 threads" in headline
+
+
+def test_a_run_cut_short_keeps_the_sections_it_finished(tmp_path, monkeypatch):
+    def cut(*args):
+        raise KeyboardInterrupt  # the machine's time ran out during evaluate
+
+    monkeypatch.setattr(gpu, "play_sections", cut)
+    out = tmp_path / "gpu.json"
+    with pytest.raises(KeyboardInterrupt):
+        gpu.main([*TINY, "--no-probe-compile", "--dataset", dataset(tmp_path), "--out", str(out)])
+    report = json.loads(out.read_text())
+    assert set(report["section_seconds"]) == {"probe", "train"} and "evaluate" not in report
+    assert "device-compiled" not in report["probe"] and report["train"]["max_loss_difference"] == 0.0
 
 
 def test_it_refuses_cuda_where_there_is_none_and_has_help(capsys):

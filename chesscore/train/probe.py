@@ -7,6 +7,7 @@ For each microbatch size (per rank): one warm-up step, then `repeats` timed step
 forward, backward, clipping and AdamW on `micro` copies of the longest game. Reports step
 seconds, useful and padded tokens/s (all ranks), peak memory per rank and, on a GPU whose
 peak bf16 rate is known, the model FLOP utilisation (MFU, PaLM-style 6N + attention FLOPs).
+A size that runs out of GPU memory is reported as such, and the larger ones are not tried.
 """
 
 from __future__ import annotations
@@ -29,8 +30,11 @@ from chesscore.train.optim import OptimConfig, adamw, clip_gradients
 from chesscore.train.report import peak_memory
 
 # Dense bf16 peak FLOP/s by device name (vendor data sheets, SXM parts).
+# The first key found in the device's name counts, so the PCIe and NVL parts come before "H100".
 PEAK_BF16_FLOPS = {
     "H200": 989.4e12,
+    "H100 PCIe": 756.5e12,
+    "H100 NVL": 835.5e12,
     "H100": 989.4e12,
     "A100": 312e12,
     "L40S": 362e12,
@@ -72,33 +76,28 @@ def probe(
     )
     forward = torch.compile(wrapped) if compile else wrapped
     seq_len = int(lengths[longest]) - 1
+    flops = peak_flops(env.device)
     results = []
     for micro in micro_sizes:
         inputs, targets = collate(train.batch([longest] * micro, pad=PAD))
         inputs, targets = inputs.to(env.device), targets.to(env.device)
         if env.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(env.device)
-        times = []
-        for repeat in range(repeats + 1):  # the first is a warm-up (allocator, kernels, compile)
-            env.barrier()
-            if env.device.type == "cuda":
-                torch.cuda.synchronize(env.device)
-            started = time.perf_counter()
+        try:
+            times = timed_steps(model, forward, optimizer, inputs, targets, env, bf16, repeats)
+        except torch.cuda.OutOfMemoryError:
+            # A size that does not fit is a finding, not a crash, and larger ones would not fit
+            # either. (Under DDP every rank holds the same batch, so all ranks fail together.)
+            times = None
+        if times is None:  # freed here, where the traceback no longer holds the step's tensors
             optimizer.zero_grad(set_to_none=True)
-            with torch.autocast(env.device.type, dtype=torch.bfloat16, enabled=bf16):
-                logits = forward(inputs)
-            loss = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=IGNORE)
-            loss.backward()
-            clip_gradients(model, 1.0, repeat)
-            optimizer.step()
-            if env.device.type == "cuda":
-                torch.cuda.synchronize(env.device)
-            if repeat:
-                times.append(time.perf_counter() - started)
+            del inputs, targets
+            torch.cuda.empty_cache()
+            results.append({"micro_per_rank": micro, "sequence_length": seq_len, "out_of_memory": True})
+            break
         step = sum(times) / len(times)
         useful = int((targets != IGNORE).sum()) * env.world_size
         padded = targets.numel() * env.world_size
-        flops = peak_flops(env.device)
         achieved = model.flops_per_token(seq_len) * useful / step
         results.append(
             {
@@ -127,11 +126,51 @@ def probe(
     if env.is_main:
         atomic_write_json(Path(output) / "probe.json", report)
         for r in results:
-            mfu = f", MFU {r['mfu']:.1%}" if r["mfu"] is not None else ", MFU n/a (no known bf16 peak)"
-            print(
-                f"probe: micro {r['micro_per_rank']} x {r['sequence_length']} tokens: "
-                f"{sum(r['step_seconds']) / repeats * 1000:.1f} ms/step, "
-                f"{r['useful_tokens_per_second']:.0f} useful tokens/s{mfu}, peak "
-                f"{(r['memory'][0]['cuda_max_allocated_bytes'] or r['memory'][0]['cpu_max_rss_bytes']) / 2**20:.0f} MiB"
-            )
+            print(describe(r))
     return report
+
+
+def timed_steps(
+    model: GPT,
+    forward: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    env: DistEnv,
+    bf16: bool,
+    repeats: int,
+) -> list[float]:
+    """Seconds of each of `repeats` training steps on one batch, after one warm-up step
+    (allocator, kernels, compile)."""
+    times = []
+    for repeat in range(repeats + 1):
+        env.barrier()
+        if env.device.type == "cuda":
+            torch.cuda.synchronize(env.device)
+        started = time.perf_counter()
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast(env.device.type, dtype=torch.bfloat16, enabled=bf16):
+            logits = forward(inputs)
+        loss = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=IGNORE)
+        loss.backward()
+        clip_gradients(model, 1.0, repeat)
+        optimizer.step()
+        if env.device.type == "cuda":
+            torch.cuda.synchronize(env.device)
+        if repeat:
+            times.append(time.perf_counter() - started)
+    return times
+
+
+def describe(result: dict[str, Any]) -> str:
+    """One console line for one microbatch size."""
+    size = f"probe: micro {result['micro_per_rank']} x {result['sequence_length']} tokens: "
+    if result.get("out_of_memory"):
+        return size + "out of memory (larger sizes not tried)"
+    mfu = f", MFU {result['mfu']:.1%}" if result["mfu"] is not None else ", MFU n/a (no known bf16 peak)"
+    memory = result["memory"][0]
+    peak = memory["cuda_max_allocated_bytes"] or memory["cpu_max_rss_bytes"]
+    return (
+        size + f"{sum(result['step_seconds']) / result['timed_steps'] * 1000:.1f} ms/step, "
+        f"{result['useful_tokens_per_second']:.0f} useful tokens/s{mfu}, peak {peak / 2**20:.0f} MiB"
+    )

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
-from chesscore.model import CONFIGS
+import torch
+
+from chesscore.model import CONFIGS, GPT
 from chesscore.tokens import PREFIX_LENGTH
 from chesscore.train.batching import TokenList
 from chesscore.train.distributed import setup
@@ -42,3 +44,21 @@ def test_the_stage_probes_the_rows_its_tokens_setting_trains_on(tmp_path):
         assert done.returncode == 0, done.stderr[-2000:]
         longest[version] = json.loads((out / "probe.json").read_text())["results"][0]["sequence_length"]
     assert longest["triples-v2"] == longest["triples-v1"] + PREFIX_LENGTH
+
+
+def test_a_size_that_runs_out_of_memory_is_reported_and_larger_ones_not_tried(tmp_path, monkeypatch, capsys):
+    """The CPU never raises CUDA's out-of-memory error, so the model raises it for batches of 3 or
+    more, as a GPU too small for them would."""
+    forward = GPT.forward
+
+    def too_big_from_3(self, idx, *args, **kwargs):
+        if idx.shape[0] >= 3:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (raised by the test)")
+        return forward(self, idx, *args, **kwargs)
+
+    monkeypatch.setattr(GPT, "forward", too_big_from_3)
+    report = probe(CONFIGS["tiny"], TokenList(sample_tokens()[:10]), setup("cpu"), [1, 2, 3, 4], tmp_path, repeats=1)
+    assert [r["micro_per_rank"] for r in report["results"]] == [1, 2, 3]
+    assert [r.get("out_of_memory", False) for r in report["results"]] == [False, False, True]
+    assert report["results"][1]["useful_tokens_per_second"] > 0
+    assert "micro 3 x" in capsys.readouterr().out.split("out of memory")[0].splitlines()[-1]
