@@ -19,6 +19,10 @@ PAGES = [PROJECT / "README.md", PROJECT / "bench" / "README.md", *sorted((PROJEC
 COMMAND = re.compile(r"(?:python|torchrun[^`\n]*?) -m ([a-z_][a-z_.]*)((?: +[^\s#`|&;)]+)*)")
 INLINE = re.compile(r"(?<!`)`[^`]+`(?!`)")  # `code` in a paragraph, which may wrap across lines
 RENAMED = {"chesscore.uci"}  # named by the changelog as gone
+# Only the project's own commands are checked. Another's (`python -m pip wheel ...`) is not ours to
+# test, and importing pip here would switch setuptools' distutils shim off for the rest of this
+# process, so that a later inductor compile in the same xdist worker fails.
+OWN = {"chesscore", "stages", "flows", "tests", "bench"}
 
 
 def shown_commands() -> list[tuple[str, str, tuple[str, ...]]]:
@@ -29,6 +33,8 @@ def shown_commands() -> list[tuple[str, str, tuple[str, ...]]]:
         text = INLINE.sub(lambda code: code.group(0).replace("\n", " "), text)  # inline code wrapped in prose
         for match in COMMAND.finditer(text):
             module, rest = match.group(1).rstrip("."), match.group(2)
+            if module.split(".")[0] not in OWN:
+                continue
             if module in RENAMED or "<" in rest or text[match.end(1) : match.end(1) + 1] == "<":
                 continue  # a placeholder such as stages.<name>
             try:
