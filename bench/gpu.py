@@ -3,7 +3,8 @@ in the same run. One command, about 10 minutes on one GPU (`make gpu-check`):
 
     python bench/gpu.py                                # cuda: the baseline probe at micro 8-64, ...
     python bench/gpu.py --device cpu --model tiny --micro 1 2 --probe-tokens 64 --train-model tiny \\
-        --train-steps 4 --no-compile --eval-games 2 --selfplay-games 2 --max-plies 8 --uci-moves 3
+        --train-steps 4 --no-compile --eval-games 2 --selfplay-games 2 --selfplay-workers 2 --max-plies 8 \\
+        --uci-moves 3
                                                        # CPU-only: tiny sizes, runs to the end (the test)
 
 Sections, each on --device and then on the CPU, whose side runs at --cpu-threads (2, the CI
@@ -21,7 +22,11 @@ machine's cores, so that ratios are against the 2-core rate the targets name):
             the two loss curves are compared.
   evaluate  chesscore.eval.moves.analyse_games (evaluate's free-running top-k and legality) of the
             trained model on --eval-games games: positions/s.
-  selfplay  chesscore.selfplay.games.play_games, --selfplay-games games at once, no judge: moves/s.
+  selfplay  chesscore.selfplay.parallel.SelfPlayPool, no judge: --selfplay-workers shards of
+            --selfplay-games games, in one process on the device, over --selfplay-workers processes
+            sharing the device, and over --cpu-threads one-thread CPU workers (the stage's
+            default on the 2-core machine): moves/s, and whether one process and the workers played the
+            same games.
   uci       chesscore.play.uci.UCIEngine (the model as a UCI engine): `position` + `go` for
             --uci-moves moves of one game against itself: ms per move.
 Each section's figures go to --out (bench/out/gpu.json) as soon as it ends, so a run cut short
@@ -34,8 +39,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import functools
 import io
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -56,7 +63,8 @@ from chesscore.eval.moves import analyse_games  # noqa: E402
 from chesscore.model import CONFIGS, GPT, pick_device  # noqa: E402
 from chesscore.play.adjudication import Adjudication  # noqa: E402
 from chesscore.play.uci import UCIEngine  # noqa: E402
-from chesscore.selfplay.games import SelfPlayConfig, play_games  # noqa: E402
+from chesscore.selfplay.games import SelfPlayConfig  # noqa: E402
+from chesscore.selfplay.parallel import SelfPlayPool  # noqa: E402
 from chesscore.train.batching import TokenList  # noqa: E402
 from chesscore.train.config import TrainConfig  # noqa: E402
 from chesscore.train.data import TrainData  # noqa: E402
@@ -184,13 +192,43 @@ def evaluate_side(model: GPT, games: list[np.ndarray], device: torch.device) -> 
     return {"positions": len(results), "seconds": seconds, "positions_per_second": len(results) / seconds}
 
 
-def selfplay_side(model: GPT, args: argparse.Namespace, device: torch.device) -> dict[str, float]:
+def selfplay_sides(model: GPT, args: argparse.Namespace, device: torch.device) -> dict[str, Any]:
+    """The same self-play games (--selfplay-workers shards of --selfplay-games, no judge) played
+    three ways: in this process on the device; by --selfplay-workers processes that share the
+    device (SelfPlayPool(device=...)); by --cpu-threads one-thread CPU workers, as the stage's
+    default execution plays them on the 2-core CI machine. moves/s of each, its pool started
+    before the clock."""
     config = SelfPlayConfig(
-        args.selfplay_games, max_plies=args.max_plies, seed=0, adjudication=Adjudication(enabled=False)
+        args.selfplay_games * args.selfplay_workers,
+        max_plies=args.max_plies,
+        seed=0,
+        adjudication=Adjudication(enabled=False),
     )
-    seconds, (_, stats) = timed(device, lambda: play_games(model, None, config))
-    plies = stats["plies"]["total"]
-    return {"plies": plies, "seconds": seconds, "moves_per_second": plies / seconds}
+    cpu_workers = args.cpu_threads or os.cpu_count() or 1
+    ways = {  # (the model, the pool's workers, their device), each pool started when its turn comes
+        "device": (model, 0, device),
+        "device_workers": (model, args.selfplay_workers, device),
+        "cpu": (copy.deepcopy(model).to(CPU), cpu_workers, CPU),
+    }
+    found: dict[str, Any] = {}
+    played = {}
+    for name, (net, workers, on) in ways.items():
+        with SelfPlayPool(workers=workers, device=str(on)) as pool:
+            pool.pids()
+            seconds, (records, stats) = timed(
+                device, functools.partial(pool.play, net, None, config, args.selfplay_games)
+            )
+        played[name] = records
+        plies = stats["plies"]["total"]
+        found[name] = {
+            "processes": max(workers, 1),
+            "plies": plies,
+            "seconds": seconds,
+            "moves_per_second": plies / seconds,
+        }
+    # The same shards with the same seeds on the same device: the worker count changes nothing.
+    found["same_games_in_process_and_over_workers"] = played["device"] == played["device_workers"]
+    return found
 
 
 def uci_side(model: GPT, args: argparse.Namespace, device: torch.device) -> dict[str, float]:
@@ -211,23 +249,27 @@ def play_sections(args: argparse.Namespace, data: TrainData, model: GPT, device:
     pool = [data.validation[i] for i in range(len(data.validation))] + [data.train[i] for i in range(len(data.train))]
     games = [np.asarray(g) for g in pool[: args.eval_games]]
     models = {"device": model, "cpu": copy.deepcopy(model).to(CPU)}
-    found: dict[str, dict[str, Any]] = {"evaluate": {}, "selfplay": {}, "uci": {}}
+    found: dict[str, dict[str, Any]] = {"evaluate": {}, "uci": {}}
     for name, net in models.items():
         on = next(net.parameters()).device
         with cpu_threads(args.cpu_threads if name == "cpu" else None):
             found["evaluate"][name] = evaluate_side(net, games, on)
-            found["selfplay"][name] = selfplay_side(net, args, on)
             found["uci"][name] = uci_side(net, args, on)
+    found["selfplay"] = selfplay_sides(model, args, device)
+    shards = f"{args.selfplay_workers} x {args.selfplay_games} games, <= {args.max_plies} plies"
     rows = (
-        ("evaluate", "positions_per_second", "positions/s", f"{len(games)} games"),
-        ("selfplay", "moves_per_second", "moves/s", f"{args.selfplay_games} games x <= {args.max_plies} plies"),
-        ("uci", "ms_per_move", "ms per move", f"{args.uci_moves} moves"),
+        ("evaluate", "device", "positions_per_second", "positions/s", f"{len(games)} games"),
+        ("uci", "device", "ms_per_move", "ms per move", f"{args.uci_moves} moves"),
+        ("selfplay", "device", "moves_per_second", "moves/s", f"{shards}, 1 process"),
+        ("selfplay", "device_workers", "moves_per_second", "moves/s", f"{shards}, {args.selfplay_workers} workers"),
     )
-    print("\n== evaluate, self-play, UCI engine (the trained model)")
-    for section, key, unit, what in rows:
-        device_value, cpu_value = found[section]["device"][key], found[section]["cpu"][key]
+    print("\n== evaluate, UCI engine, self-play (the trained model); the CPU at --cpu-threads")
+    for section, side, key, unit, what in rows:
+        device_value, cpu_value = found[section][side][key], found[section]["cpu"][key]
         ratio = cpu_value / device_value if key == "ms_per_move" else device_value / cpu_value
-        print(f"  {section:<9} {what:<28} device {device_value:10.1f}  cpu {cpu_value:10.1f} {unit:<12} {ratio:6.2f}x")
+        print(f"  {section:<9} {what:<38} device {device_value:10.1f}  cpu {cpu_value:10.1f} {unit:<12} {ratio:6.2f}x")
+    same = found["selfplay"]["same_games_in_process_and_over_workers"]
+    print(f"  self-play: the same games in one process and over workers: {same}")
     return found
 
 
@@ -265,7 +307,10 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
         "--compile", action=argparse.BooleanOptionalAction, default=True, help="torch.compile the device's run"
     )
     parser.add_argument("--eval-games", type=int, default=64, help="games analysed by evaluate")
-    parser.add_argument("--selfplay-games", type=int, default=64, help="self-play games played at once")
+    parser.add_argument("--selfplay-games", type=int, default=64, help="self-play games at once (a shard)")
+    parser.add_argument(
+        "--selfplay-workers", type=int, default=8, help="self-play worker processes sharing the device; also the shards"
+    )
     parser.add_argument("--max-plies", type=int, default=100, help="self-play's ply cap")
     parser.add_argument("--uci-moves", type=int, default=40, help="moves the UCI engine plays")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "gpu.json", help="the results file")
@@ -313,12 +358,16 @@ def headline(report: dict[str, Any]) -> list[str]:
                 f"{r['useful_tokens_per_second']:9.0f} useful tokens/s, {mfu}, peak {peak / 2**30:.2f} GiB"
             )
     if "selfplay" in report:
-        rates = {k: report["selfplay"][k]["moves_per_second"] for k in ("device", "cpu")}
-        threads = report["arguments"]["cpu_threads"] or "all"
-        lines.append(
-            f"self-play: {rates['device']:.0f} moves/s on the device, {rates['cpu']:.0f} on the CPU at {threads} "
-            f"threads: {rates['device'] / rates['cpu']:.1f}x (target >= 20x)"
-        )
+        rates = {k: v["moves_per_second"] for k, v in report["selfplay"].items() if isinstance(v, dict)}
+        cpu = report["selfplay"]["cpu"]["processes"]
+        for way, what in (
+            ("device", "1 process"),
+            ("device_workers", f"{report['arguments']['selfplay_workers']} workers"),
+        ):
+            lines.append(
+                f"self-play on the device, {what}: {rates[way]:.0f} moves/s against {rates['cpu']:.0f} on {cpu} CPU "
+                f"workers: {rates[way] / rates['cpu']:.1f}x (target >= 20x)"
+            )
     return lines
 
 

@@ -17,7 +17,7 @@ from tests.training_data import sample_tokens, write_dataset
 TINY = (
     *("--device", "cpu", "--model", "tiny", "--micro", "1", "2", "--probe-tokens", "64", "--repeats", "1"),
     *("--train-model", "tiny", "--train-steps", "4", "--train-micro", "4", "--no-compile", "--eval-games", "2"),
-    *("--selfplay-games", "2", "--max-plies", "8", "--uci-moves", "3"),
+    *("--selfplay-games", "2", "--selfplay-workers", "2", "--max-plies", "8", "--uci-moves", "3"),
 )
 
 
@@ -49,12 +49,16 @@ def test_the_device_check_runs_to_its_end_on_the_cpu(tmp_path, capsys):
     # Both sides on the CPU, eager: the same work gives the same losses, to the bit.
     assert train["max_loss_difference"] == 0.0
     assert report["evaluate"]["device"]["positions"] == report["evaluate"]["cpu"]["positions"] > 0
-    assert report["selfplay"]["device"]["plies"] == report["selfplay"]["cpu"]["plies"] > 0
+    selfplay = report["selfplay"]
+    assert [selfplay[way]["processes"] for way in ("device", "device_workers", "cpu")] == [1, 2, 2]
+    # Both sides on the CPU: the same 4 games whichever way they are played.
+    assert selfplay["same_games_in_process_and_over_workers"] is True
+    assert selfplay["device"]["plies"] == selfplay["device_workers"]["plies"] == selfplay["cpu"]["plies"] > 0
     assert report["uci"]["device"]["moves"] == 3 and report["uci"]["cpu"]["ms_per_move"] > 0
     printed = capsys.readouterr().out
     assert "MFU n/a" in printed and "loss curve (step:nll)" in printed and "ms per move" in printed
     headline = printed.split("== headline")[1]
-    assert "probe device-compiled" in headline and "on the CPU at 2 threads" in headline
+    assert "probe device-compiled" in headline and "2 workers: " in headline and "on 2 CPU workers" in headline
 
 
 def test_a_run_cut_short_keeps_the_sections_it_finished(tmp_path, monkeypatch):

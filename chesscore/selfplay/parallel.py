@@ -11,6 +11,8 @@ worker finished first.
         for iteration in range(10):
             records, stats = pool.play(model, None, replace(cfg, seed=iteration))
 
+    SelfPlayPool(workers=8, device="cuda")   # every worker plays its shards on the one GPU
+
 Workers are started with spawn, not fork: the parent has already started torch's OpenMP
 thread pool, which is not fork-safe (forked children can deadlock in it). Each worker is a
 one-process ProcessPoolExecutor, so the pool knows which shard a dead worker was playing:
@@ -34,7 +36,7 @@ from contextlib import ExitStack
 import torch
 
 from chesscore.checkpoint import load_model, model_payload, save
-from chesscore.model import GPT
+from chesscore.model import GPT, pick_device
 from chesscore.runtime.children import die_with_parent
 from chesscore.runtime.locks import scratch_dir
 from chesscore.runtime.progress import progress_bar
@@ -49,9 +51,10 @@ BACKENDS = ("process", "ray")
 _WORKER: dict = {}  # the models this worker has loaded, keyed by their file paths
 
 
-def _init_worker(threads: int) -> None:
+def _init_worker(threads: int, device: str) -> None:
     torch.set_num_threads(threads)
     torch.set_num_interop_threads(1)
+    _WORKER["device"] = device
 
 
 def _worker_pid() -> int:
@@ -60,8 +63,9 @@ def _worker_pid() -> int:
 
 def _load_models(model_path: str, opponent_path: str | None) -> tuple[GPT, GPT | None]:
     if _WORKER.get("paths") != (model_path, opponent_path):
-        model, _ = load_model(model_path)
-        opponent = load_model(opponent_path)[0] if opponent_path else None
+        device = _WORKER.get("device", "cpu")
+        model, _ = load_model(model_path, device)
+        opponent = load_model(opponent_path, device)[0] if opponent_path else None
         _WORKER.update(paths=(model_path, opponent_path), model=model, opponent=opponent)
     return _WORKER["model"], _WORKER["opponent"]
 
@@ -77,18 +81,26 @@ def _play_shard(shard: Shard, model_path: str, opponent_path: str | None) -> tup
 class SelfPlayPool:
     """Long-lived workers for repeated self-play calls (spawning costs seconds per worker).
 
-    workers=0 plays the shards in this process, with the models as given (on their device:
-    a GPU plays big shards fast); the output is the same as over workers.
-    backend="ray" sends the shards to the Ray cluster that ray.init() connects to."""
+    workers=0 plays the shards in this process, with the models as given (on their device);
+    the output is the same as over workers on that device. Process workers load the models
+    onto `device`: with "cuda" many workers share one GPU, so that its cost per move is spread
+    over their python-chess work, which one process alone cannot keep up with (bench/gpu.py).
+    backend="ray" sends the shards to the Ray cluster that ray.init() connects to (on its CPUs)."""
 
     def __init__(
-        self, workers: int = 2, threads_per_worker: int = 1, backend: str = "process", progress: bool = False
+        self,
+        workers: int = 2,
+        threads_per_worker: int = 1,
+        backend: str = "process",
+        progress: bool = False,
+        device: str = "cpu",
     ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend {backend!r} is not one of {BACKENDS}")
         if workers < 0 or threads_per_worker < 1:
             raise ValueError(f"need workers >= 0 and threads_per_worker >= 1, got {workers}, {threads_per_worker}")
         self.workers, self.threads, self.backend, self.progress = workers, threads_per_worker, backend, progress
+        self.device = str(pick_device(device))  # refused here, not in a worker, where there is no GPU
         # The weights' folder is owned through a lock: a killed run's folder (3.7 MB for the demo
         # model) is removed by the next pool, not left in the temp folder for good.
         self._scratch = ExitStack()
@@ -108,7 +120,7 @@ class SelfPlayPool:
             1,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=die_with_parent,  # a killed run must not leave its workers waiting forever
-            initargs=(os.getpid(), _init_worker, self.threads),
+            initargs=(os.getpid(), _init_worker, self.threads, self.device),
         )
 
     def pids(self) -> list[int]:
@@ -148,6 +160,8 @@ class SelfPlayPool:
         records = [record for shard in shards for record in results[shard.index][0]]
         stats = summarise(records, time.perf_counter() - started)
         stats.update(shards=len(shards), workers=self.workers, threads_per_worker=self.threads, backend=self.backend)
+        if self.workers and self._ray is None:
+            stats["worker_device"] = self.device
         # Summed over the shards (so over workers): the judge's share of the time games took.
         stats["shard_seconds"] = sum(results[shard.index][1]["seconds"] for shard in shards)
         stats["judge_seconds"] = sum(results[shard.index][1].get("judge_seconds", 0.0) for shard in shards)

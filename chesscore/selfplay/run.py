@@ -43,7 +43,7 @@ from chesscore.fileio import (
     sha256_file,
     sha256_json,
 )
-from chesscore.model import GPT
+from chesscore.model import GPT, pick_device
 from chesscore.play.adjudication import Adjudication
 from chesscore.play.elo import elo_difference
 from chesscore.resume import canonical, find_resume
@@ -78,6 +78,7 @@ MACHINE_KEYS = (
     "workers",
     "threads_per_worker",
     "backend",
+    "worker_device",
     "shard_seconds",
     "judge_seconds",
 )
@@ -138,7 +139,7 @@ class Execution:
     workers: int = 2  # worker processes (0: in this process); the output is the same for any count
     threads_per_worker: int = 1  # torch threads in each worker
     backend: Literal["process", "ray"] = "process"  # ray: the shards on the Ray cluster of RAY_ADDRESS
-    device: Literal["auto", "cpu", "cuda"] = "cpu"  # of the update, and of the games when workers is 0
+    device: Literal["auto", "cpu", "cuda"] = "cpu"  # of the update and of the games (in every process worker)
     stockfish: str | None = None  # the judge's Stockfish executable; null: PATH, then /usr/games/stockfish
 
     def __post_init__(self) -> None:
@@ -207,7 +208,7 @@ def run_selfplay(
     plots/iterations.csv; return the stats."""
     started = time.perf_counter()
     out = Path(out)
-    device = torch.device(execution.device)
+    device = pick_device(execution.device)
     model, supervised = checkpoint.load_model(checkpoint_path, device)
     if cfg.conditioning_rating is not None and not model.config.conditioning:
         raise Refused(
@@ -238,7 +239,9 @@ def run_selfplay(
         log(f"resuming after iteration {len(history)} of {cfg.iterations}")
     timings: dict[int, dict] = {}
     if len(history) < cfg.iterations:
-        with SelfPlayPool(execution.workers, execution.threads_per_worker, execution.backend, progress) as pool:
+        with SelfPlayPool(
+            execution.workers, execution.threads_per_worker, execution.backend, progress, device=str(device)
+        ) as pool:
             pool.pids()  # wait for the workers to start, so the first iteration's moves/s is honest
             for k in range(len(history), cfg.iterations):
                 entry, records, timings[k] = _iteration(

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from chesscore.failures import Refused
 from chesscore.model import CONFIGS, GPT
 from chesscore.runtime.seeds import derive_seed
 from chesscore.selfplay.games import SelfPlayConfig, play_games
@@ -127,3 +128,16 @@ def test_ray_backend_plays_the_same_shards():
         ray.shutdown()
     assert records == _expected(model, opponent, cfg, 2) and stats["backend"] == "ray"
     assert again == _expected(model, None, cfg, 3)
+
+
+@pytest.mark.slow
+def test_workers_play_on_the_pools_device_and_cuda_is_refused_where_there_is_none(pool):
+    _, stats = pool.play(_model(0), None, replace(CFG, games=2), shard_games=1)
+    assert stats["worker_device"] == "cpu" and stats["workers"] == 2
+    if torch.cuda.is_available():  # bench/gpu.py measures this path on a GPU
+        with SelfPlayPool(workers=1, device="cuda") as on_gpu:
+            records, stats = on_gpu.play(_model(0), None, replace(CFG, games=2), shard_games=1)
+        assert stats["worker_device"].startswith("cuda") and len(records) == 2
+    else:
+        with pytest.raises(Refused, match="no CUDA device"):
+            SelfPlayPool(workers=1, device="cuda")
