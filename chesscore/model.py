@@ -188,8 +188,15 @@ class CausalSelfAttention(nn.Module):
         self.resid_dropout = nn.Dropout(config.dropout)
 
     def forward(
-        self, x: torch.Tensor, cache: KVCache | None = None, layer: int = 0, positions: torch.Tensor | None = None
+        self,
+        x: torch.Tensor,
+        cache: KVCache | None = None,
+        layer: int = 0,
+        positions: torch.Tensor | None = None,
+        visible: torch.Tensor | None = None,
     ) -> torch.Tensor:
+        """With a cache: `positions` (B, T) where the new tokens go, `visible` (B, 1, T, span)
+        which cached positions each query sees (GPT.forward makes both once for every layer)."""
         B, T, C = x.shape
         q, k, v = self.c_attn(x).split(C, dim=2)
         q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
@@ -202,10 +209,9 @@ class CausalSelfAttention(nn.Module):
             rows = torch.arange(B, device=x.device)[:, None]
             cache.keys[layer, rows, :, positions] = k.transpose(1, 2)
             cache.values[layer, rows, :, positions] = v.transpose(1, 2)
-            span = int(positions.max()) + 1
+            span = visible.shape[-1]
             keys, values = cache.keys[layer, :, :, :span], cache.values[layer, :, :, :span]
-            visible = torch.arange(span, device=x.device)[None, None, :] <= positions[:, :, None]
-            y = F.scaled_dot_product_attention(q, keys, values, attn_mask=visible[:, None])
+            y = F.scaled_dot_product_attention(q, keys, values, attn_mask=visible)
         y = y.transpose(1, 2).contiguous().view(B, T, C)
         return self.resid_dropout(self.c_proj(y))
 
@@ -230,9 +236,14 @@ class Block(nn.Module):
         self.mlp = MLP(config)
 
     def forward(
-        self, x: torch.Tensor, cache: KVCache | None, layer: int, positions: torch.Tensor | None
+        self,
+        x: torch.Tensor,
+        cache: KVCache | None,
+        layer: int,
+        positions: torch.Tensor | None,
+        visible: torch.Tensor | None,
     ) -> torch.Tensor:
-        x = x + self.attn(self.ln_1(x), cache, layer, positions)
+        x = x + self.attn(self.ln_1(x), cache, layer, positions, visible)
         return x + self.mlp(self.ln_2(x))
 
 
@@ -293,12 +304,16 @@ class GPT(nn.Module):
         if cache is None:
             if T > self.config.block_size:
                 raise ValueError(f"{T} tokens exceed the context of {self.config.block_size}")
-            positions = None
+            positions = visible = None
             pos_emb = self.transformer.wpe(torch.arange(T, device=idx.device))[None]
         else:
             positions = cache.lengths[:, None] + torch.arange(T, device=idx.device)[None]
-            if int(positions.max()) >= cache.max_len:
+            # The one read of the positions on the host per forward (on a GPU, each such read
+            # waits for the queue): the span every layer attends over, and what each query sees.
+            span = int(positions.max()) + 1
+            if span > cache.max_len:
                 raise ValueError(f"cache of {cache.max_len} positions is full")
+            visible = (torch.arange(span, device=idx.device)[None, None, :] <= positions[:, :, None])[:, None]
             pos_emb = self.transformer.wpe(positions)
         x = self.transformer.wte(idx) + pos_emb
         square_codes = None
@@ -313,7 +328,7 @@ class GPT(nn.Module):
             x = x + self.skills(idx, cache, positions)
         x = self.transformer.drop(x)
         for layer, block in enumerate(self.transformer.h):
-            x = block(x, cache, layer, positions)
+            x = block(x, cache, layer, positions, visible)
         if cache is not None:
             cache.lengths += T
         h = self.transformer.ln_f(x)
