@@ -78,6 +78,15 @@ def _play_shard(shard: Shard, model_path: str, opponent_path: str | None) -> tup
 # ---- in the parent ------------------------------------------------------------------------
 
 
+def _checked_device(device: str | torch.device) -> str:
+    """The workers' device as torch names it ("cpu", "cuda:0"), from a setting (auto, cpu, cuda)
+    or a torch.device such as the one pick_device gave the caller (cuda:1 stays cuda:1)."""
+    if str(device) == "auto":
+        return str(pick_device("auto"))
+    named = torch.device(device)
+    return str(pick_device(named.type, named.index or 0))
+
+
 class SelfPlayPool:
     """Long-lived workers for repeated self-play calls (spawning costs seconds per worker).
 
@@ -93,14 +102,14 @@ class SelfPlayPool:
         threads_per_worker: int = 1,
         backend: str = "process",
         progress: bool = False,
-        device: str = "cpu",
+        device: str | torch.device = "cpu",
     ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend {backend!r} is not one of {BACKENDS}")
         if workers < 0 or threads_per_worker < 1:
             raise ValueError(f"need workers >= 0 and threads_per_worker >= 1, got {workers}, {threads_per_worker}")
         self.workers, self.threads, self.backend, self.progress = workers, threads_per_worker, backend, progress
-        self.device = str(pick_device(device))  # refused here, not in a worker, where there is no GPU
+        self.device = _checked_device(device)  # refused here, not in a worker, where there is no GPU
         # The weights' folder is owned through a lock: a killed run's folder (3.7 MB for the demo
         # model) is removed by the next pool, not left in the temp folder for good.
         self._scratch = ExitStack()

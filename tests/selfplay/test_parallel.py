@@ -139,5 +139,7 @@ def test_workers_play_on_the_pools_device_and_cuda_is_refused_where_there_is_non
             records, stats = on_gpu.play(_model(0), None, replace(CFG, games=2), shard_games=1)
         assert stats["worker_device"].startswith("cuda") and len(records) == 2
     else:
-        with pytest.raises(Refused, match="no CUDA device"):
-            SelfPlayPool(workers=1, device="cuda")
+        for cuda in ("cuda", "cuda:0", torch.device("cuda", 0)):  # pick_device's answer is a cuda:0
+            with pytest.raises(Refused, match="no CUDA device"):
+                SelfPlayPool(workers=1, device=cuda)
+    assert SelfPlayPool(workers=0, device=torch.device("cpu")).device == "cpu"
