@@ -69,7 +69,7 @@ from chesscore.train.batching import TokenList  # noqa: E402
 from chesscore.train.config import TrainConfig  # noqa: E402
 from chesscore.train.data import TrainData  # noqa: E402
 from chesscore.train.distributed import DistEnv  # noqa: E402
-from chesscore.train.probe import peak_flops, probe  # noqa: E402
+from chesscore.train.probe import describe, peak_flops, probe  # noqa: E402
 from chesscore.train.run import open_run  # noqa: E402
 from chesscore.train.trainer import Trainer  # noqa: E402
 
@@ -346,17 +346,7 @@ def headline(report: dict[str, Any]) -> list[str]:
     lines = []
     for side in ("device", "device-compiled"):
         for r in report.get("probe", {}).get(side, {}).get("results", []):
-            if r.get("out_of_memory"):
-                lines.append(f"probe {side:<15} micro {r['micro_per_rank']:>3}: out of memory")
-                continue
-            memory = r["memory"][0]
-            peak = memory["cuda_max_allocated_bytes"] or memory["cpu_max_rss_bytes"]
-            mfu = f"MFU {r['mfu']:.1%}" if r["mfu"] is not None else "MFU n/a"
-            step = statistics.mean(r["step_seconds"])
-            lines.append(
-                f"probe {side:<15} micro {r['micro_per_rank']:>3}: {step * 1000:8.1f} ms, "
-                f"{r['useful_tokens_per_second']:9.0f} useful tokens/s, {mfu}, peak {peak / 2**30:.2f} GiB"
-            )
+            lines.append(f"probe {side:<15} " + describe(r).removeprefix("probe: "))
     if "selfplay" in report:
         rates = {k: v["moves_per_second"] for k, v in report["selfplay"].items() if isinstance(v, dict)}
         cpu = report["selfplay"]["cpu"]["processes"]

@@ -63,7 +63,7 @@ def _worker_pid() -> int:
 
 def _load_models(model_path: str, opponent_path: str | None) -> tuple[GPT, GPT | None]:
     if _WORKER.get("paths") != (model_path, opponent_path):
-        device = _WORKER.get("device", "cpu")
+        device = _WORKER["device"]  # set by _init_worker
         model, _ = load_model(model_path, device)
         opponent = load_model(opponent_path, device)[0] if opponent_path else None
         _WORKER.update(paths=(model_path, opponent_path), model=model, opponent=opponent)
