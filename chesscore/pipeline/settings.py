@@ -2,7 +2,7 @@
 it, and params.yaml, its profiles and dvc.yaml's `params:` lists are checked against it here.
 
     python -m chesscore.pipeline.settings            # check: exit 1 listing every disagreement
-    python -m chesscore.pipeline.settings --write    # write every default into params.yaml
+    python -m chesscore.pipeline.settings --write    # put back every value that is not its default
 
 params.yaml's top-level sections hold the defaults (the `demo` profile): the file a user edits and
 `dvc repro` reads, so it spells each value out, but it is a copy that this check keeps equal to
@@ -180,10 +180,22 @@ def demo_values(params_path: Path = PARAMS) -> dict[str, Any]:
 
 
 def write_defaults(params_path: Path = PARAMS) -> list[str]:
-    """Write every default into params.yaml's sections (comments and order kept); the keys changed."""
+    """Write every default into params.yaml's sections (comments and order kept); the keys changed.
+    A key whose value already reads as its default keeps its spelling (`raw: data/raw` is not
+    rewritten as `raw: [data/raw]`)."""
     from chesscore.pipeline.profile import apply
 
-    return apply({f"{stage}.{key}": value for stage in STAGES for key, value in defaults(stage).items()}, params_path)
+    params, writes = load_params(params_path), {}
+    for stage in STAGES:
+        section = params.get(stage) or {}
+        try:
+            current = normalised(stage, section, f"{params_path}: {stage}")
+        except ConfigError:  # an unknown or ill-typed key: every default is written
+            current = {}
+        for key, value in defaults(stage).items():
+            if key not in section or current.get(key) != value:
+                writes[f"{stage}.{key}"] = value
+    return apply(writes, params_path)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -105,6 +105,17 @@ def test_a_second_default_anywhere_fails_the_check(tmp_path: Path) -> None:
     assert any("lists selfplay.workers" in p for p in problems), problems
 
 
+def test_write_restores_a_changed_default_and_leaves_the_rest_as_spelled(tmp_path: Path) -> None:
+    """`--write` puts back a value that is not the default and rewrites nothing else: params.yaml
+    comes back byte for byte, `raw: data/raw` still a path, not a one-item list."""
+    text = (PROJECT / "params.yaml").read_text()
+    params = tmp_path / "params.yaml"
+    params.write_text(text.replace("\n  lr: 0.002 ", "\n  lr: 0.003 ", 1))
+    assert settings.write_defaults(params) == ["train.lr"]
+    assert params.read_text() == text
+    assert settings.write_defaults(params) == []
+
+
 @pytest.mark.parametrize("stage", settings.STAGES)
 def test_no_setting_is_declared_twice_in_a_stage(stage: str) -> None:
     """A flat sub-config's key that the stage declares too would be two settings of one name."""
