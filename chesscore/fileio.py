@@ -150,6 +150,20 @@ def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
     atomic_write_text(path, json_text(obj))
 
 
+RUN_RECORD = "run.json"  # beside a stage's outputs: how this process ran (not a DVC output)
+
+
+def write_record(path: str | os.PathLike, record: dict[str, Any], run_keys: Iterable[str]) -> None:
+    """A stage's record split in two, each written atomically: `path` with what the inputs,
+    params, code and seed decide (a DVC output, the same bytes on every run), and run.json
+    beside it with `run_keys`, what this process and machine decide (seconds, throughput,
+    memory, workers, how it resumed). DVC hashes outputs into dvc.lock, so a time in an output
+    would make every rerun look like a new result."""
+    run_keys = set(run_keys)
+    atomic_write_json(path, {k: v for k, v in record.items() if k not in run_keys})
+    atomic_write_json(Path(path).with_name(RUN_RECORD), {k: v for k, v in record.items() if k in run_keys})
+
+
 def load_yaml(path: str | os.PathLike) -> Any:
     """A YAML file read safely (no Python tags) and as YAML 1.2, the way DVC reads params.yaml
     and dvc.lock: `1e-5` is a float here, where PyYAML's YAML 1.1 makes it a string."""

@@ -9,7 +9,8 @@ anchored on the Stockfish levels (CCRL 40/4 scale, see chesscore/play/elo.py). A
 judge adjudicates the games (`arena.adjudication`, chesscore/play/adjudication.py). Writes
 OUT/metrics.json (DVC metric: the rating and the score against the random mover), OUT/arena.json
 (everything), OUT/results.csv (a row per opponent), OUT/games.pgn, OUT/games.csv
-(a row per game), OUT/report.md and OUT/timing.json (the stage's and the judge's seconds). With
+(a row per game) and OUT/report.md; beside them OUT/run.json (the stage's and the judge's seconds,
+not a DVC output: they differ run to run). With
 `conditioning_ratings` a triples-v2 model also plays every opponent (or those named in
 `conditioning_opponents`, `conditioning_games` games each) told each of those ratings:
 arena.json's `strength` holds the measured Elo of each with its 95% interval, the rank correlation
@@ -35,7 +36,7 @@ from chesscore.cli.outlock import hold_output
 from chesscore.cli.params import stage_settings
 from chesscore.cli.runner import run_stage
 from chesscore.config import flat
-from chesscore.fileio import atomic_write_json, sha256_file
+from chesscore.fileio import RUN_RECORD, atomic_write_json, sha256_file
 from chesscore.model import pick_device
 from chesscore.play.adjudication import Judge
 from chesscore.play.arena import (
@@ -51,8 +52,6 @@ from chesscore.play.opponents import OpponentSpec, StockfishSearch, build_oppone
 from chesscore.play.report import console_text, write_outputs
 from chesscore.play.strength import curve_text, strength_curve
 from chesscore.runtime.progress import progress_bar
-
-TIMING = "timing.json"  # seconds of the stage and of its judge: they differ run to run
 
 
 @dataclass(frozen=True)
@@ -136,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         "engine": judge.version if judge is not None else None,
         "positions": judge.positions if judge is not None else 0,
     }
-    # Wall-clock facts apart from arena.json, whose bytes repeat for a seed.
+    # Wall-clock facts apart from arena.json, whose bytes repeat for a seed: run.json, not a DVC output.
     judge_seconds = judge.seconds if judge is not None else 0.0
     timing = {"seconds": seconds, "judge_seconds": judge_seconds, "judge_share": judge_seconds / seconds}
     record = {
@@ -148,11 +147,12 @@ def main(argv: list[str] | None = None) -> int:
         "strength": {**strength_curve(strength), "opponents": [o.name for o in told_opponents]} if strength else None,
     }
     write_outputs(settings.out, matches, summary, record, config, told_played)
-    atomic_write_json(settings.out / TIMING, timing)
+    atomic_write_json(settings.out / RUN_RECORD, timing)
     print(console_text(summary, checkpoint, timing))
     if record["strength"]:
         print(curve_text(record["strength"]))
-    print(f"outputs: {settings.out}/metrics.json, arena.json, results.csv, games.pgn, games.csv, report.md, {TIMING}")
+    print(f"outputs: {settings.out}/metrics.json, arena.json, results.csv, games.pgn, games.csv, report.md")
+    print(f"beside them: {settings.out}/{RUN_RECORD} (the stage's and the judge's seconds)")
     return 0
 
 

@@ -1,5 +1,5 @@
 """Stage `selfplay`: a checkpoint -> self-play games (PGN + dataset shards), the RL-updated
-checkpoint and stats.json.
+checkpoint and stats.json; run.json beside them (its times and workers).
 
     python -m stages.selfplay                                   # every option from params.yaml
     python -m stages.selfplay --checkpoint data/train/best.pt --out data/selfplay --games 64 --workers 2 --iterations 3
@@ -27,6 +27,7 @@ from chesscore.cli.outlock import hold_output
 from chesscore.cli.params import stage_settings
 from chesscore.cli.runner import run_stage
 from chesscore.config import flat
+from chesscore.fileio import RUN_RECORD
 from chesscore.model import pick_device
 from chesscore.play.engine import find_stockfish
 from chesscore.selfplay.run import CHECKPOINT, STATS, Execution, RunConfig, run_selfplay
@@ -85,11 +86,10 @@ def summary(stats: dict[str, Any], settings: Settings) -> str:
         f" drawn {decided['draw'] / games:.0%}; non-zero reward for {'-' if share is None else f'{share:.0%}'}"
         f" of the model's sides ({stats['reward']} reward)"
     )
-    judge = stats["judge"]
-    judge_share = "-" if judge["share_of_play"] is None else f"{judge['share_of_play']:.0%}"
+    judge, judge_share = stats["judge"], stats["judge_share_of_play"]
     lines.append(
-        f"  judge: {judge['rules']}; {judge['positions']:,} positions, {judge['seconds']:.1f} s"
-        f" ({judge_share} of the workers' playing time)"
+        f"  judge: {judge['rules']}; {judge['positions']:,} positions, {stats['judge_seconds']:.1f} s"
+        f" ({'-' if judge_share is None else f'{judge_share:.0%}'} of the workers' playing time)"
     )
     plies = stats["plies"]
     lines.append(
@@ -104,7 +104,7 @@ def summary(stats: dict[str, Any], settings: Settings) -> str:
     splits = stats["dataset_splits"]
     lines.append(
         f"  wrote {settings.out}/{CHECKPOINT}, games.pgn, dataset/ (train {splits['train']['games']}, validation "
-        f"{splits['validation']['games']}, test {splits['test']['games']} games), {STATS}"
+        f"{splits['validation']['games']}, test {splits['test']['games']} games), {STATS}; {RUN_RECORD} (times)"
     )
     return "\n".join(lines)
 

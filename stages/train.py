@@ -38,7 +38,7 @@ class Settings:
     """params.yaml's `train:` section; every key is also a flag (`--lr 1e-3`, `--max-updates none`)."""
 
     dataset: Path = Path("data/dataset")  # the convert stage's output; the test split is never read here
-    output: Path = Path("data/train")  # last.pt, best.pt, identity.json, results.json, events.jsonl, metrics
+    output: Path = Path("data/train")  # last.pt, best.pt, identity.json, results.json, metrics, run.json, events.jsonl
     mode: Literal["train", "probe"] = "train"  # probe: step time and memory per microbatch size, no weights kept
     threads: int | None = None  # torch CPU threads per process; null: torch's default
     resume: str = "auto"  # auto: continue OUTPUT/last.pt when its identity matches; none; or a last.pt to insist on

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import signal
 import socket
@@ -28,9 +27,6 @@ PROJECT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 # The stages in the order the pipeline runs them.
 STAGES = ["validate", "convert", "train", "evaluate", "selfplay", "arena"]
-# Outputs that differ between two clean runs by design, so never compared byte for byte: the
-# wall-clock measurements in train's results/events, self-play's stats and the arena's timing.
-NOT_REPRODUCIBLE = re.compile(r"^data/(train/(results\.json|events\.jsonl)|selfplay/stats\.json|arena/timing\.json)")
 
 # Server services no test needs, turned off: each costs CPU at start and on every loop while the
 # server idles. Kept on: task_run_recorder (task run states, which the tests read,

@@ -82,9 +82,17 @@ CONFIG = TrainConfig(
     legality_eval_games=4,
     log_every_steps=2,
 )
-# What must come out byte for byte the same however the run was interrupted (results.json and
-# events.jsonl hold timings and are not among them).
-ARTIFACTS = ("last.pt", "best.pt", "identity.json", "metrics.json", "plots/train_loss.csv", "plots/validation.csv")
+# What must come out byte for byte the same however the run was interrupted: every output (the
+# run's own record, run.json and events.jsonl, holds its times and how it resumed).
+ARTIFACTS = (
+    "last.pt",
+    "best.pt",
+    "identity.json",
+    "results.json",
+    "metrics.json",
+    "plots/train_loss.csv",
+    "plots/validation.csv",
+)
 
 
 def small_data() -> TrainData:

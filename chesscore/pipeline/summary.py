@@ -223,8 +223,8 @@ def lines(facts: dict[str, Any]) -> list[tuple[str, str]]:
             )
         )
         judge = s.get("judge") or {}
-        if judge.get("share_of_play") is not None:
-            rows.append(("", f"  judge: {judge['positions']:,} positions, {_pct(judge['share_of_play'])} of play time"))
+        if judge.get("positions"):  # its time is the run's (run.json), not the games'
+            rows.append(("", f"  judge: {judge['positions']:,} positions scored"))
     if a is None:
         rows.append(("arena", "not run yet"))
     else:

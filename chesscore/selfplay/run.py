@@ -14,7 +14,8 @@ iteration out/rl.pt is written: the model, the optimizer, the history and every 
 (as canonical JSON text), plus the identity (checkpoint played from, config, code, tokenizer). A rerun resumes from it
 when its identity matches, as training does; `iterations` is not part of the identity, so a
 finished run can be extended. Seeds derive from (seed, "play"|"eval", k): the games, the
-checkpoint and the dataset are the same bytes whatever the worker count or backend.
+checkpoint, the dataset and stats.json are the same bytes whatever the worker count or backend;
+how fast and where they were played goes to run.json beside them (RUN_KEYS), not a DVC output.
 
 A triples-v2 (conditioned) model reads told_prefix(cfg) after BOS in every game and update: both
 sides at cfg.conditioning_rating (None: unknown), the time control unknown; stats.json, the
@@ -35,13 +36,13 @@ import torch
 from chesscore import checkpoint, ranges, tokens
 from chesscore.failures import Refused
 from chesscore.fileio import (
-    atomic_write_json,
     atomic_write_text,
     canonical_json,
     code_sha256,
     metrics_text,
     sha256_file,
     sha256_json,
+    write_record,
 )
 from chesscore.model import GPT, pick_device
 from chesscore.play.adjudication import Adjudication
@@ -55,6 +56,16 @@ from chesscore.selfplay.rl import REWARDS, PGConfig, make_reward, policy_gradien
 
 CHECKPOINT = "rl.pt"
 STATS = "stats.json"
+# What this call and machine decide, written to run.json rather than stats.json (fileio.write_record).
+RUN_KEYS = (
+    "seconds",
+    "moves_per_second",
+    "judge_seconds",
+    "judge_share_of_play",
+    "timings",
+    "execution",
+    "wall_seconds",
+)
 PLOT = "plots/iterations.csv"  # a DVC plot
 METRICS = "metrics.json"  # the DVC metric: the last evaluation's score against the supervised model
 LIBRARY = Path(__file__).resolve().parents[1]  # chesscore/
@@ -71,7 +82,7 @@ CODE = (
     LIBRARY / "runtime" / "seeds.py",
 )
 # How fast and where the games were played: kept out of the checkpoint, whose bytes must not
-# depend on the machine or the worker count.
+# depend on the machine or the worker count (the history's play stats go without them).
 MACHINE_KEYS = (
     "seconds",
     "moves_per_second",
@@ -286,13 +297,14 @@ def run_selfplay(
         reward=cfg.reward,
         conditioning=conditioning,
         nonzero_reward_share=_nonzero_share(history),
-        judge=_judge_facts(cfg.adjudication, stats["judged_positions"], timings),
+        judge={"rules": cfg.adjudication.describe(), "positions": stats["judged_positions"]},
+        **_judge_time(timings),
         per_iteration=history,
         timings=timings,
         execution=asdict(execution),
         wall_seconds=time.perf_counter() - started,
     )
-    atomic_write_json(out / STATS, stats)
+    write_record(out / STATS, stats, RUN_KEYS)
     atomic_write_text(out / PLOT, _plot_csv(history))
     atomic_write_text(out / METRICS, metrics_text({"rl_score": stats["score_vs_reference"]}))
     return stats
@@ -305,17 +317,12 @@ def _nonzero_share(history: list[dict]) -> float | None:
     return nonzero / sides if sides else None
 
 
-def _judge_facts(rules: Adjudication, positions: int, timings: dict[int, dict]) -> dict[str, Any]:
-    """What the judge did in the self-play games (positions) and this call's time in it, as a
-    share of the time the workers spent playing (games and evaluation, summed over workers)."""
+def _judge_time(timings: dict[int, dict]) -> dict[str, Any]:
+    """This call's time in the judge, and its share of the time the workers spent playing
+    (games and evaluation, summed over workers)."""
     seconds = sum(t["judge_seconds"] for t in timings.values())
     playing = sum(t["shard_seconds"] for t in timings.values())
-    return {
-        "rules": rules.describe(),
-        "positions": positions,
-        "seconds": seconds,
-        "share_of_play": seconds / playing if playing else None,
-    }
+    return {"judge_seconds": seconds, "judge_share_of_play": seconds / playing if playing else None}
 
 
 def _plot_csv(history: list[dict]) -> str:

@@ -1,12 +1,18 @@
-"""What a training run tells the world: events.jsonl, results.json, DVC metrics and plots,
-GPU telemetry, peak memory, and the closing summary. Only rank 0 writes.
+"""What a training run tells the world: results.json, DVC metrics and plots, the run's own
+record (run.json, events.jsonl), GPU telemetry, and the closing summary. Only rank 0 writes.
 
-    output/events.jsonl            one JSON object per line: start, validation, train, stop...
-    output/results.json            status, best step and NLL, history, throughput, peak memory
-    output/metrics.json            the DVC metric: best validation NLL and its step (no timings)
+    output/results.json            status, best step and NLL, history, checkpoints' sha256
+    output/metrics.json            the DVC metric: best validation NLL and its step
     output/plots/train_loss.csv    step, nll, lr, grad_norm  (for `dvc plots show`)
     output/plots/validation.csv    step, nll, accuracies, legality, illegal mass
+  and, not DVC outputs (they describe this process and machine, so they differ run to run):
+    output/run.json                how it started (resumed from, why), updates, throughput,
+                                   peak memory, wall time, torch.compile's counts
+    output/events.jsonl            one JSON object per line: start, validation, train, stop...
     output/gpu-telemetry.jsonl     nvidia-smi samples (utilisation, memory, power), on GPUs
+
+Those four, identity.json and the checkpoints are the same bytes for the same data, params, code
+and seed, however often the run was interrupted and resumed (tests/train/test_resume.py).
 """
 
 from __future__ import annotations
@@ -23,12 +29,13 @@ from typing import Any
 
 import torch
 
-from chesscore.fileio import atomic_write_json, csv_text, metrics_text, sha256_file, update_text
+from chesscore.fileio import RUN_RECORD, csv_text, metrics_text, sha256_file, update_text, write_record
 from chesscore.train.state import TrainState
 
 OUTPUTS = (
     "best.pt",
     "results.json",
+    RUN_RECORD,
     "metrics.json",
     "plots/train_loss.csv",
     "plots/validation.csv",
@@ -159,12 +166,27 @@ def run_results(
     }
 
 
+# What a process knows of its own run, not of the model it trained (where it wrote, how it
+# started, how fast): run.json, not results.json.
+RUN_KEYS = (
+    "output",
+    "resumed_from_step",
+    "note",
+    "updates_this_run",
+    "throughput",
+    "peak_memory",
+    "wall_seconds",
+    "compile",
+)
+
+
 def write_results(output: Path, results: dict[str, Any], state: TrainState) -> None:
-    """results.json (with the checkpoints' sha256), metrics.json and the plots."""
+    """results.json (with the checkpoints' sha256), run.json (RUN_KEYS), metrics.json and the
+    plots."""
     for name in ("last", "best"):
         path = output / f"{name}.pt"
         results[f"{name}_checkpoint_sha256"] = sha256_file(path) if path.exists() else None
-    atomic_write_json(output / "results.json", results)
+    write_record(output / "results.json", results, RUN_KEYS)
     write_metrics_and_plots(output, state, results["status"])
 
 
@@ -191,7 +213,8 @@ def summary(results: dict[str, Any]) -> str:
             if results["peak_memory"][0]["cuda_max_allocated_bytes"]
             else ""
         ),
-        f"  outputs: {results['output']}/(last.pt, best.pt, results.json, events.jsonl, metrics.json, plots/)",
+        f"  outputs: {results['output']}/(last.pt, best.pt, results.json, metrics.json, plots/), "
+        "run.json and events.jsonl beside them",
     ]
     return "\n".join(lines)
 

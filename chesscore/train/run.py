@@ -55,7 +55,8 @@ class RunSpec:
         wall_seconds: float | None,
         deadline_validation: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """results.json's content: the run's part (report.run_results) and what this process knows."""
+        """results.json's content (report.run_results and the run's facts) and run.json's (what this
+        process knows of itself: report.RUN_KEYS); train() returns both in one dict."""
         return {
             **run,
             "resumed_from_step": self.resumed_from,
@@ -145,7 +146,8 @@ def finished_run(spec: RunSpec, payload: dict[str, Any] | None) -> dict[str, Any
 
 def rebuild_results(spec: RunSpec, state: TrainState, status: str) -> None:
     """results.json of a run that finished but was killed between its final last.pt and
-    results.json: everything last.pt knows; the throughput, memory and wall time it does not."""
+    results.json, from what last.pt knows: the bytes the run would have written. Its run.json
+    says so; the throughput, memory and wall time are not known."""
     run = run_results(state, status, useful=0.0, padded=0.0, seconds=0.0, updates=0)
     note = (
         f"{spec.resume_note}; results.json rebuilt from last.pt (the finished run stopped before writing it): "

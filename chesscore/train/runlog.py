@@ -1,6 +1,6 @@
 """What the training loop reports as it goes: the start event and line, the progress bar and GPU
 telemetry while it runs, every `log_every_steps` a train record (state.train_log, an event, the
-bar's line), throughput totals, and at the stop results.json, the stop event and the summary.
+bar's line), throughput totals, and at the stop results.json and run.json, the stop event and the summary.
 The files and their formats are chesscore.train.report's.
 """
 
@@ -119,7 +119,7 @@ class RunLog:
         compile_count: CompileCount | None,
         deadline_validation: dict[str, Any] | None,
     ) -> dict[str, Any]:
-        """results.json (throughput and memory over all ranks), the stop event, the summary."""
+        """results.json and run.json (throughput and memory over all ranks), the stop event, the summary."""
         spec, env = self.spec, self.spec.env
         sums = env.all_reduce_sum(torch.tensor([self.totals["useful"], self.totals["padded"]], dtype=torch.float64))
         memory = env.gather({"rank": env.rank, **peak_memory(env.device)})
@@ -138,7 +138,7 @@ class RunLog:
             wall_seconds=wall_seconds,
             deadline_validation=deadline_validation,
         )
-        if compile_count is not None:  # only then: an eager run's results.json keeps its keys
+        if compile_count is not None:  # only then: an eager run's run.json keeps its keys
             widths = width_count(spec.config.pad_to_multiple, spec.model_config.block_size)
             results["compile"] = {
                 **compile_count.report(),

@@ -68,7 +68,7 @@ def train(
     code_files: tuple[Path, ...] = (),
     deadline: Deadline | None = None,
 ) -> dict[str, Any]:
-    """Train (or resume, or confirm a finished run) and return results.json's content (a
+    """Train (or resume, or confirm a finished run) and return results.json's and run.json's content (a
     finished run's: its receipt)."""
     spec, payload = open_run(config, data, output, env, resume=resume, model_config=model_config, code_files=code_files)
     receipt = finished_run(spec, payload)
@@ -123,7 +123,7 @@ class Trainer:
         self._plan: tuple[int, list] | None = None
 
     def run(self) -> dict[str, Any]:
-        """Train until a stop; results.json's content."""
+        """Train until a stop; results.json's and run.json's content."""
         started = time.perf_counter()
         fresh = self.spec.resumed_from is None
         self.checkpoints.prepare(fresh)

@@ -114,7 +114,7 @@ arena:
     assert (outs[0] / "arena.json").read_bytes() == (outs[1] / "arena.json").read_bytes()
     record = json.loads((outs[0] / "arena.json").read_text())
     assert record["config"]["adjudication"]["judge_nodes"] == 300 and record["judge"]["positions"] > 0
-    timing = json.loads((outs[0] / "timing.json").read_text())
+    timing = json.loads((outs[0] / "run.json").read_text())  # the times: not a DVC output
     assert 0 < timing["judge_seconds"] < timing["seconds"] and 0 < timing["judge_share"] < 1
     assert "decided by rules / adjudication / drawn" in (outs[0] / "report.md").read_text()
 

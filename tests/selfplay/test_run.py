@@ -15,12 +15,12 @@ import torch
 
 from chesscore import checkpoint, failures
 from chesscore.data import dataset
-from chesscore.fileio import sha256_file
+from chesscore.fileio import RUN_RECORD, sha256_file
 from chesscore.ingest.validate import ValidateConfig
 from chesscore.ingest.validate_run import run_validate
 from chesscore.model import CONFIGS, GPT
 from chesscore.resume import ResumeRefused
-from chesscore.selfplay.run import Execution, RunConfig, run_selfplay
+from chesscore.selfplay.run import RUN_KEYS, Execution, RunConfig, run_selfplay
 from chesscore.tokens import decode_game
 from tests.inprocess import run_module
 
@@ -42,7 +42,7 @@ def _files(out: Path) -> dict[str, bytes]:
     return {
         p.relative_to(out).as_posix(): p.read_bytes()
         for p in sorted(out.rglob("*"))
-        if p.is_file() and p.name != "stats.json"
+        if p.is_file() and p.name != RUN_RECORD  # every output, stats.json too: the times are run.json's
     }
 
 
@@ -59,7 +59,8 @@ def over_workers(start, tmp_path_factory) -> tuple[Path, dict, subprocess.Comple
     flags = ["--checkpoint", start, "--out", out, "--games", CFG.games, "--iterations", CFG.iterations]
     done = run_module("stages.selfplay", "--params", params, *flags, "--workers", 2, "--no-progress", cwd=REPO)
     assert done.returncode == 0, done.stderr
-    return out, json.loads((out / "stats.json").read_text()), done
+    # What run_selfplay returns: stats.json and run.json (the times and workers) together.
+    return out, {**json.loads((out / "stats.json").read_text()), **json.loads((out / RUN_RECORD).read_text())}, done
 
 
 @pytest.mark.slow
@@ -85,11 +86,12 @@ def test_outputs_account_for_every_game_and_the_model_moved(start, over_workers,
     assert stats["decided_by"]["draw"] == stats["draws"]
     decisive_sides = 2 * (stats["white_wins"] + stats["black_wins"])  # self-play: both sides are the model's
     assert stats["nonzero_reward_share"] == decisive_sides / 32 and stats["reward"] == "outcome"
-    assert stats["judge"]["positions"] == stats["judged_positions"] > 0 and 0 < stats["judge"]["share_of_play"] < 1
+    assert stats["judge"]["positions"] == stats["judged_positions"] > 0 and 0 < stats["judge_share_of_play"] < 1
     assert stats["vs_supervised"] == history[-1]["vs_reference"]
     assert sum(stats["vs_supervised"]["decided_by"].values()) == CFG.eval_games
     on_disk = json.loads((out / "stats.json").read_text())
     assert on_disk["games"] == 16 and on_disk["dataset_fingerprint"] == stats["dataset_fingerprint"]
+    assert set(json.loads((out / RUN_RECORD).read_text())) == set(RUN_KEYS) and not set(on_disk) & set(RUN_KEYS)
     plot = list(csv.DictReader(io.StringIO((out / "plots" / "iterations.csv").read_text())))
     assert [int(row["iteration"]) for row in plot] == [entry["iteration"] for entry in history]
     assert [float(row["score_vs_supervised"]) for row in plot] == pytest.approx(

@@ -159,8 +159,8 @@ def test_sigkill_leaves_a_loadable_checkpoint_and_the_rerun_resumes(dataset, sin
     done = stage(dataset, output, "--micro", "8")
     start = [e for e in events(output) if e["event"] == "start"][-1]
     assert start["note"].startswith("resuming from") and start["step"] == killed_at
-    assert json.loads((output / "results.json").read_text())["resumed_from_step"] == killed_at
-    for name in ("last.pt", "best.pt", "metrics.json", "plots/train_loss.csv", "plots/validation.csv"):
+    assert json.loads((output / "run.json").read_text())["resumed_from_step"] == killed_at
+    for name in ("last.pt", "best.pt", "results.json", "metrics.json", "plots/train_loss.csv", "plots/validation.csv"):
         assert (output / name).read_bytes() == (single / name).read_bytes(), name
     assert not list(output.glob(".*.tmp")), "a half-written file was left behind"
     assert "max_epochs" in done.stdout  # (a finished run's rerun, a no-op: tests/train/test_resume.py)

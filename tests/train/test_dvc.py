@@ -95,6 +95,7 @@ def test_dvc_repro_after_a_kill_resumes_the_run(repo):
     assert len(start) == 2 and start[1]["note"].startswith("resuming from")
     assert 2 <= start[1]["step"] <= killed_at
     results = json.loads((repo / "data" / "train" / "results.json").read_text())
-    assert results["status"] == "max_epochs" and results["resumed_from_step"] == start[1]["step"]
+    record = json.loads((repo / "data" / "train" / "run.json").read_text())
+    assert results["status"] == "max_epochs" and record["resumed_from_step"] == start[1]["step"]
     status = dvc(repo, "status", "train")
     assert "up to date" in status.communicate(timeout=120)[0]
