@@ -2,7 +2,8 @@
 
     python -m chesscore.pipeline.summary              # read what the stages wrote under data/ and print it
     python -m chesscore.pipeline.summary --json       # the same facts as JSON
-    python -m chesscore.pipeline.summary --readme README.md   # put it in the README's sample (`make lock`)
+    python -m chesscore.pipeline.summary --readme README.md   # put it in the README's sample (`make lock`),
+                                                              # without the times line (this machine's)
 
 It only reads the stages' reports (their paths come from params.yaml) and never fails because
 a stage has not run yet: that stage's line says so. The Prefect flow publishes the same facts
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from chesscore.cli.params import load as load_params
-from chesscore.fileio import update_text
+from chesscore.fileio import RUN_RECORD, update_text
 
 # stage -> (params key of its output folder, report file in it)
 REPORTS = {
@@ -29,6 +30,9 @@ REPORTS = {
     "arena": ("out", "arena.json"),
     "selfplay": ("out", "stats.json"),
 }
+
+
+TIMED = ("train", "selfplay", "arena")  # the stages that write a run.json
 
 
 def _read(path: Path) -> dict[str, Any] | None:
@@ -57,6 +61,8 @@ def collect(root: str | Path = ".") -> dict[str, Any]:
     where = folders(root)
     facts: dict[str, Any] = {stage: _read(root / where[stage] / REPORTS[stage][1]) for stage in REPORTS}
     report = Path(where["evaluate"]) / "report.md"
+    # What this machine took (run.json beside the outputs; not DVC outputs, so a clone has none).
+    facts["runs"] = {stage: _read(root / where[stage] / RUN_RECORD) for stage in TIMED}
     facts["report"] = report.as_posix() if (root / report).is_file() else None
     facts["arena_report"] = (Path(where["arena"]) / "report.md").as_posix()
     return facts
@@ -244,7 +250,32 @@ def lines(facts: dict[str, Any]) -> list[tuple[str, str]]:
         if a.get("strength"):
             rows.append(("", strength_row(a["strength"])))
     rows += verdict_rows(facts)
+    runs = facts.get("runs") or {}
+    if any(runs.values()):
+        rows.append(("times", times_row(runs)))
     return rows
+
+
+def times_row(runs: dict[str, Any]) -> str:
+    """How long the last run of each timed stage took here, and how fast (their run.json)."""
+    parts = []
+    t, s, a = (runs.get(stage) or {} for stage in TIMED)
+    if t.get("wall_seconds") is not None:
+        speed = (t.get("throughput") or {}).get("useful_tokens_per_second")
+        parts.append(f"train {t['wall_seconds']:.0f} s" + (f" ({speed:,.0f} useful tokens/s)" if speed else ""))
+    if s.get("wall_seconds") is not None:
+        workers = (s.get("execution") or {}).get("workers")
+        speed = f"{s['moves_per_second']:,.0f} moves/s" if s.get("moves_per_second") else "nothing played"
+        share = s.get("judge_share_of_play")
+        parts.append(
+            f"selfplay {s['wall_seconds']:.0f} s ({speed}"
+            + (f" over {workers} workers" if workers else "")
+            + (f"; judge {share:.0%} of play" if share is not None else "")
+            + ")"
+        )
+    if a.get("seconds") is not None:
+        parts.append(f"arena {a['seconds']:.0f} s (judge {a['judge_share']:.0%})")
+    return ", ".join(parts) + " on this machine"
 
 
 def verdict_rows(facts: dict[str, Any]) -> list[tuple[str, str]]:
@@ -309,7 +340,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     facts = collect(args.root)
-    if args.readme:
+    if args.readme:  # the sample shows what every run repeats, not this machine's times
+        facts["runs"] = {}
         try:
             update_text(args.readme, replace_sample(args.readme.read_text(encoding="utf-8"), render_text(facts)))
         except (OSError, ValueError) as error:
