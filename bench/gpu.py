@@ -30,8 +30,11 @@ machine's cores, so that ratios are against the 2-core rate the targets name):
   uci       chesscore.play.uci.UCIEngine (the model as a UCI engine): `position` + `go` for
             --uci-moves moves of one game against itself: ms per move.
 Each section's figures go to --out (bench/out/gpu.json) as soon as it ends, so a run cut short
-keeps what it measured; the run ends with the headline figures against the targets. A machine
-without network: bench/README.md, "bench/gpu.py".
+keeps what it measured. A section that fails (a compile error, a driver fault) holds its error
+and traceback in its place and the run goes on to the next one (the compiled probe apart from
+the eager one; play with an untrained model if training failed), since a lent device is one
+short call: the exit status is then 1. The run ends with the headline figures against the
+targets. A machine without network: bench/README.md, "bench/gpu.py".
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ import statistics
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -105,6 +109,23 @@ def timed(device: torch.device, work: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - started, result
 
 
+class Failed(dict):
+    """What a section (or part of one) that raised leaves in the report: the error and the end
+    of its traceback."""
+
+
+def attempt(work: Callable[[], Any]) -> Any:
+    """work(), or a Failed record of the exception it raised (printed): a lent device is one
+    short call, so one part's failure must not cost the parts after it. KeyboardInterrupt (the
+    machine's time running out) still ends the run."""
+    try:
+        return work()
+    except Exception as error:  # noqa: BLE001 - recorded with its traceback, and the run goes on
+        failed = Failed(error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc(limit=-6))
+        print(f"!! failed: {failed['error']}\n{failed['traceback']}", file=sys.stderr, flush=True)
+        return failed
+
+
 def probe_section(args: argparse.Namespace, data: TrainData, device: torch.device, out: Path) -> dict[str, Any]:
     """The probe on the device at each --micro (eager), once more compiled at the micro with the
     most useful tokens/s, then on the CPU (at --cpu-threads) at --cpu-micro."""
@@ -123,7 +144,8 @@ def probe_section(args: argparse.Namespace, data: TrainData, device: torch.devic
     fitted = [r for r in sides["device"]["results"] if not r.get("out_of_memory")]
     if args.probe_compile and fitted:
         best = max(fitted, key=lambda r: r["useful_tokens_per_second"])["micro_per_rank"]
-        sides["device-compiled"] = run("device-compiled", device, [best], args.repeats, compile=True)
+        compiled = attempt(lambda: run("device-compiled", device, [best], args.repeats, compile=True))
+        sides["device-compiled"] = compiled
     with cpu_threads(args.cpu_threads):
         sides["cpu"] = run("cpu", CPU, [args.cpu_micro], 1, compile=False)
     return sides
@@ -255,7 +277,7 @@ def play_sections(args: argparse.Namespace, data: TrainData, model: GPT, device:
         with cpu_threads(args.cpu_threads if name == "cpu" else None):
             found["evaluate"][name] = evaluate_side(net, games, on)
             found["uci"][name] = uci_side(net, args, on)
-    found["selfplay"] = selfplay_sides(model, args, device)
+    found["selfplay"] = attempt(lambda: selfplay_sides(model, args, device))  # the workers: the likeliest to fail
     shards = f"{args.selfplay_workers} x {args.selfplay_games} games, <= {args.max_plies} plies"
     rows = (
         ("evaluate", "device", "positions_per_second", "positions/s", f"{len(games)} games"),
@@ -265,11 +287,15 @@ def play_sections(args: argparse.Namespace, data: TrainData, model: GPT, device:
     )
     print("\n== evaluate, UCI engine, self-play (the trained model); the CPU at --cpu-threads")
     for section, side, key, unit, what in rows:
+        if isinstance(found[section], Failed):
+            print(f"  {section:<9} {what:<38} failed: {found[section]['error']}")
+            continue
         device_value, cpu_value = found[section][side][key], found[section]["cpu"][key]
         ratio = cpu_value / device_value if key == "ms_per_move" else device_value / cpu_value
         print(f"  {section:<9} {what:<38} device {device_value:10.1f}  cpu {cpu_value:10.1f} {unit:<12} {ratio:6.2f}x")
-    same = found["selfplay"]["same_games_in_process_and_over_workers"]
-    print(f"  self-play: the same games in one process and over workers: {same}")
+    if not isinstance(found["selfplay"], Failed):
+        same = found["selfplay"]["same_games_in_process_and_over_workers"]
+        print(f"  self-play: the same games in one process and over workers: {same}")
     return found
 
 
@@ -347,7 +373,7 @@ def headline(report: dict[str, Any]) -> list[str]:
     for side in ("device", "device-compiled"):
         for r in report.get("probe", {}).get(side, {}).get("results", []):
             lines.append(f"probe {side:<15} " + describe(r).removeprefix("probe: "))
-    if "selfplay" in report:
+    if "selfplay" in report and not isinstance(report["selfplay"], Failed):
         rates = {k: v["moves_per_second"] for k, v in report["selfplay"].items() if isinstance(v, dict)}
         cpu = report["selfplay"]["cpu"]["processes"]
         for way, what in (
@@ -358,6 +384,8 @@ def headline(report: dict[str, Any]) -> list[str]:
                 f"self-play on the device, {what}: {rates[way]:.0f} moves/s against {rates['cpu']:.0f} on {cpu} CPU "
                 f"workers: {rates[way] / rates['cpu']:.1f}x (target >= 20x)"
             )
+    for part, failed in failed_parts(report).items():
+        lines.append(f"{part}: FAILED, {failed['error']}")
     return lines
 
 
@@ -385,16 +413,33 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory() as work:
         out = Path(work)
-        done("probe", probe=probe_section(args, data, device, out))
-        trained = train_section(args, data, device, out)
-        model = trained.pop("model")
+        done("probe", probe=attempt(lambda: probe_section(args, data, device, out)))
+        trained = attempt(lambda: train_section(args, data, device, out))
+        model = trained.pop("model", None)
+        if model is None:  # training failed: the play sections still measure, on an untrained model
+            torch.manual_seed(0)
+            model = GPT(CONFIGS[args.train_model]).to(device).eval()
+            report["play_model"] = f"untrained {args.train_model} (the train section failed)"
         done("train", train=trained)
-        done("play", **play_sections(args, data, model, device))
+        played = attempt(lambda: play_sections(args, data, model, device))
+        done("play", **(played if not isinstance(played, Failed) else {"play": played}))
     print("\n== headline")
     for line in headline(report):
         print("  " + line)
+    failures = failed_parts(report)
     print(f"\nbench/gpu: done in {time.perf_counter() - started:.0f} s; results in {args.out}")
-    return 0
+    if failures:
+        print(
+            f"bench/gpu: {len(failures)} part(s) failed: {', '.join(failures)} (errors and tracebacks in the results)"
+        )
+    return 1 if failures else 0
+
+
+def failed_parts(report: dict[str, Any]) -> dict[str, Failed]:
+    """The sections and parts that failed, by name, each with its Failed record."""
+    parts = {name: report.get(name) for name in ("probe", "train", "play", "selfplay")}
+    parts["probe device-compiled"] = (report.get("probe") or {}).get("device-compiled")
+    return {name: part for name, part in parts.items() if isinstance(part, Failed)}
 
 
 if __name__ == "__main__":

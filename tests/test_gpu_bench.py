@@ -74,6 +74,41 @@ def test_a_run_cut_short_keeps_the_sections_it_finished(tmp_path, monkeypatch):
     assert "device-compiled" not in report["probe"] and report["train"]["max_loss_difference"] == 0.0
 
 
+def test_a_failing_part_is_recorded_and_the_parts_after_it_still_run(tmp_path, monkeypatch, capsys):
+    """A lent device is one short call: training that fails (say, inductor on a new card) and
+    self-play workers that fail leave their errors in the results, the play sections measure an
+    untrained model, and the exit status says something failed."""
+
+    def compile_error(*args):
+        raise RuntimeError("inductor: no kernel for this card")
+
+    def worker_error(*args):
+        raise OSError("a worker died")
+
+    probe = gpu.probe
+
+    def probe_but_not_compiled(*args):  # probe(config, games, env, micro, out, repeats, compile, precision)
+        return compile_error() if args[6] else probe(*args)
+
+    monkeypatch.setattr(gpu, "probe", probe_but_not_compiled)
+    monkeypatch.setattr(gpu, "train_section", compile_error)
+    monkeypatch.setattr(gpu, "selfplay_sides", worker_error)
+    out = tmp_path / "gpu.json"
+    assert gpu.main([*TINY, "--dataset", dataset(tmp_path), "--out", str(out)]) == 1
+    report = json.loads(out.read_text())
+    assert report["probe"]["device-compiled"]["error"].startswith("RuntimeError: inductor")
+    assert report["probe"]["cpu"]["results"][0]["micro_per_rank"] == 1  # the CPU probe after it still ran
+    assert report["train"]["error"] == "RuntimeError: inductor: no kernel for this card"
+    assert "compile_error" in report["train"]["traceback"]
+    assert report["play_model"] == "untrained tiny (the train section failed)"
+    assert report["evaluate"]["device"]["positions"] > 0 and report["uci"]["cpu"]["moves"] == 3
+    assert report["selfplay"]["error"] == "OSError: a worker died"
+    assert [r["micro_per_rank"] for r in report["probe"]["device"]["results"]] == [1, 2]
+    printed = capsys.readouterr().out
+    assert "train: FAILED, RuntimeError" in printed and "selfplay: FAILED, OSError" in printed
+    assert "3 part(s) failed: train, selfplay, probe device-compiled" in printed
+
+
 def test_it_refuses_cuda_where_there_is_none_and_has_help(capsys):
     with pytest.raises(SystemExit) as done:
         gpu.main(["--help"])
