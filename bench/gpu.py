@@ -23,7 +23,8 @@ machine's cores, so that ratios are against the 2-core rate the targets name):
   evaluate  chesscore.eval.moves.analyse_games (evaluate's free-running top-k and legality) of the
             trained model on --eval-games games: positions/s.
   selfplay  chesscore.selfplay.parallel.SelfPlayPool, no judge: --selfplay-workers shards of
-            --selfplay-games games, in one process on the device, over --selfplay-workers processes
+            --selfplay-games games, in one process on the device (fp32, and once more with bf16
+            weights), over --selfplay-workers processes
             sharing the device, and over --cpu-threads one-thread CPU workers (the stage's
             default on the 2-core machine): moves/s, and whether one process and the workers played the
             same games.
@@ -216,7 +217,7 @@ def evaluate_side(model: GPT, games: list[np.ndarray], device: torch.device) -> 
 
 def selfplay_sides(model: GPT, args: argparse.Namespace, device: torch.device) -> dict[str, Any]:
     """The same self-play games (--selfplay-workers shards of --selfplay-games, no judge) played
-    three ways: in this process on the device; by --selfplay-workers processes that share the
+    four ways: in this process on the device, fp32 and bf16; by --selfplay-workers processes that share the
     device (SelfPlayPool(device=...)); by --cpu-threads one-thread CPU workers, as the stage's
     default execution plays them on the 2-core CI machine. moves/s of each, its pool started
     before the clock."""
@@ -230,6 +231,9 @@ def selfplay_sides(model: GPT, args: argparse.Namespace, device: torch.device) -
     ways = {  # (the model, the pool's workers, their device), each pool started when its turn comes
         "device": (model, 0, device),
         "device_workers": (model, args.selfplay_workers, device),
+        # bf16 weights and cache (self-play plays fp32 today): whether halving the bytes that
+        # attention reads per token is worth a setting; its games differ from fp32's.
+        "device_bf16": (copy.deepcopy(model).to(torch.bfloat16), 0, device),
         "cpu": (copy.deepcopy(model).to(CPU), cpu_workers, CPU),
     }
     found: dict[str, Any] = {}
@@ -284,6 +288,7 @@ def play_sections(args: argparse.Namespace, data: TrainData, model: GPT, device:
         ("uci", "device", "ms_per_move", "ms per move", f"{args.uci_moves} moves"),
         ("selfplay", "device", "moves_per_second", "moves/s", f"{shards}, 1 process"),
         ("selfplay", "device_workers", "moves_per_second", "moves/s", f"{shards}, {args.selfplay_workers} workers"),
+        ("selfplay", "device_bf16", "moves_per_second", "moves/s", f"{shards}, 1 process, bf16"),
     )
     print("\n== evaluate, UCI engine, self-play (the trained model); the CPU at --cpu-threads")
     for section, side, key, unit, what in rows:
@@ -379,6 +384,7 @@ def headline(report: dict[str, Any]) -> list[str]:
         for way, what in (
             ("device", "1 process"),
             ("device_workers", f"{report['arguments']['selfplay_workers']} workers"),
+            ("device_bf16", "1 process, bf16 weights"),
         ):
             lines.append(
                 f"self-play on the device, {what}: {rates[way]:.0f} moves/s against {rates['cpu']:.0f} on {cpu} CPU "

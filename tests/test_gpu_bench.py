@@ -54,11 +54,13 @@ def test_the_device_check_runs_to_its_end_on_the_cpu(tmp_path, capsys):
     # Both sides on the CPU: the same 4 games whichever way they are played.
     assert selfplay["same_games_in_process_and_over_workers"] is True
     assert selfplay["device"]["plies"] == selfplay["device_workers"]["plies"] == selfplay["cpu"]["plies"] > 0
+    assert selfplay["device_bf16"]["processes"] == 1 and selfplay["device_bf16"]["plies"] > 0
     assert report["uci"]["device"]["moves"] == 3 and report["uci"]["cpu"]["ms_per_move"] > 0
     printed = capsys.readouterr().out
     assert "MFU n/a" in printed and "loss curve (step:nll)" in printed and "ms per move" in printed
     headline = printed.split("== headline")[1]
     assert "probe device-compiled" in headline and "2 workers: " in headline and "on 2 CPU workers" in headline
+    assert "1 process, bf16 weights: " in headline
 
 
 def test_a_run_cut_short_keeps_the_sections_it_finished(tmp_path, monkeypatch):
