@@ -180,9 +180,9 @@ def demo_values(params_path: Path = PARAMS) -> dict[str, Any]:
 
 
 def write_defaults(params_path: Path = PARAMS) -> list[str]:
-    """Write every default into params.yaml's sections (comments and order kept); the keys changed.
-    A key whose value already reads as its default keeps its spelling (`raw: data/raw` is not
-    rewritten as `raw: [data/raw]`)."""
+    """Put every default that params.yaml's sections lack or contradict back into them
+    (comments and order kept); the keys changed. A key whose value already reads as its default
+    keeps its spelling (`raw: data/raw` is not rewritten as `raw: [data/raw]`)."""
     from chesscore.pipeline.profile import apply
 
     params, writes = load_params(params_path), {}
