@@ -145,8 +145,7 @@ def probe_section(args: argparse.Namespace, data: TrainData, device: torch.devic
     fitted = [r for r in sides["device"]["results"] if not r.get("out_of_memory")]
     if args.probe_compile and fitted:
         best = max(fitted, key=lambda r: r["useful_tokens_per_second"])["micro_per_rank"]
-        compiled = attempt(lambda: run("device-compiled", device, [best], args.repeats, compile=True))
-        sides["device-compiled"] = compiled
+        sides["device-compiled"] = attempt(lambda: run("device-compiled", device, [best], args.repeats, compile=True))
     with cpu_threads(args.cpu_threads):
         sides["cpu"] = run("cpu", CPU, [args.cpu_micro], 1, compile=False)
     return sides
