@@ -15,7 +15,8 @@ machine's cores, so that ratios are against the 2-core rate the targets name):
             is reported out of memory. Then the best size once more, torch.compiled
             (--probe-compile). The CPU runs --cpu-micro.
   train     a short run of chesscore.train.trainer: --train-model (demo-moves) on the demo dataset
-            (data/dataset, else the embedded sample's games: bench/train.py's load), --precision
+            (data/dataset, else the one `dvc repro convert` writes, built in a temporary folder:
+            bench/train.py's load), --precision
             (bf16 autocast), torch.compile with batches padded to --pad-to-multiple; its loss
             curve, step time, compilations and graph breaks. The CPU runs the same steps eager
             (inductor's compile time on a CPU would swamp the comparison) in the same precision;
@@ -310,8 +311,12 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--device", default="cuda", help="the device under test: cuda, or cpu (both sides on the CPU)")
-    parser.add_argument("--dataset", type=Path, default=ROOT / "data" / "dataset", help="a converted dataset")
-    parser.add_argument("--games", type=int, default=4000, help="games read when --dataset is absent")
+    parser.add_argument(
+        "--dataset",
+        type=Path,
+        default=ROOT / "data" / "dataset",
+        help="a converted dataset; absent: data/raw validated and converted as `dvc repro convert` does",
+    )
     parser.add_argument("--model", default="baseline", help="the probe's model config")
     parser.add_argument("--micro", type=int, nargs="+", default=[8, 16, 32, 64], help="the probe's microbatch sizes")
     parser.add_argument("--cpu-micro", type=int, default=1, help="the CPU probe's one microbatch size")
@@ -397,27 +402,28 @@ def headline(report: dict[str, Any]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     args = arguments(argv)
     device = pick_device(args.device)
-    data, source = load(args.dataset, args.games)
-    report: dict[str, Any] = {
-        "machine": machine(device),
-        "input": source,
-        "arguments": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
-        "section_seconds": {},
-    }
-    print(f"bench/gpu: {json.dumps(report['machine'])}")
-    print(f"input: {source}")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-
-    def done(section: str, **found: dict[str, Any]) -> None:
-        """Each section's figures are written as soon as it ends: a run cut short keeps them."""
-        report.update(found)
-        report["section_seconds"][section] = time.perf_counter() - started - sum(report["section_seconds"].values())
-        args.out.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
-        print(f"-- {section} done at {time.perf_counter() - started:.0f} s")
-
     with tempfile.TemporaryDirectory() as work:
         out = Path(work)
+        data, source = load(args.dataset, out / "data")
+        report: dict[str, Any] = {
+            "machine": machine(device),
+            "input": source,
+            "arguments": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+            "section_seconds": {},
+        }
+        print(f"bench/gpu: {json.dumps(report['machine'])}")
+        print(f"input: {source}")
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+
+        def done(section: str, **found: dict[str, Any]) -> None:
+            """Each section's figures are written as soon as it ends: a run cut short keeps them."""
+            report.update(found)
+            report["section_seconds"][section] = time.perf_counter() - started - sum(report["section_seconds"].values())
+            args.out.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+            print(f"-- {section} done at {time.perf_counter() - started:.0f} s")
+
+        done("data")
         done("probe", probe=attempt(lambda: probe_section(args, data, device, out)))
         trained = attempt(lambda: train_section(args, data, device, out))
         model = trained.pop("model", None)

@@ -4,8 +4,9 @@
     python bench/train.py --dataset DIR --config demo --steps 40 --threads 1
     python bench/train.py --models demo-board --micro 32 --steps 8 --rounds 5   # model configs
 
-Input: the train split of a converted dataset (default data/dataset, the embedded sample);
-where that is absent, the real games of bench/_inputs.py. Measured in this run:
+Input: the train split of a converted dataset (default data/dataset, the embedded sample's);
+where that is absent, the one `dvc repro convert` would write, built in a temporary folder
+(bench/train.py's `load`, which bench/gpu.py reads too). Measured in this run:
 
   padding   share of padded target positions over whole epochs, seeded length buckets
             (bucket_pool_batches=64) against the baseline of shuffled batches (no pool;
@@ -23,6 +24,7 @@ where that is absent, the real games of bench/_inputs.py. Measured in this run:
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import tempfile
 import time
@@ -35,9 +37,7 @@ from tqdm import tqdm
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench._inputs import describe, mainlines  # noqa: E402
-from chesscore.tokens import encode_game  # noqa: E402
-from chesscore.train.batching import TokenList, epoch_plan, padding_fraction  # noqa: E402
+from chesscore.train.batching import epoch_plan, padding_fraction  # noqa: E402
 from chesscore.train.config import TrainConfig  # noqa: E402
 from chesscore.train.data import TrainData, open_dataset  # noqa: E402
 from chesscore.train.distributed import setup  # noqa: E402
@@ -45,17 +45,22 @@ from chesscore.train.run import open_run  # noqa: E402
 from chesscore.train.trainer import Trainer  # noqa: E402
 
 
-def load(dataset: Path, games: int = 10_000) -> tuple[TrainData, str]:
-    """The converted dataset at `dataset`, else the first `games` real games of bench/_inputs.py
-    (the first 16 of them also the validation split)."""
+def load(dataset: Path, scratch: Path) -> tuple[TrainData, str]:
+    """The converted dataset at `dataset`; where there is none (a fresh checkout, a GPU node's
+    copy of one), the one `dvc repro convert` writes from params.yaml and data/raw, built in
+    `scratch` by the same two stage commands, their outputs redirected (seconds for the sample)."""
     if (dataset / "manifest.json").exists():
         data = open_dataset(dataset)
         return data, f"{dataset} (train split, {len(data.train)} games)"
-    games = [g for g in map(encode_game, mainlines(games)) if len(g) <= 1024]
-    return (
-        TrainData(TokenList(games), TokenList(games[:16]), "bench inputs"),
-        f"{describe()} ({len(games)} games; {dataset} not found: run `dvc repro convert`)",
-    )
+    validated, built = scratch / "validated", scratch / "dataset"
+    print(f"{dataset} not found: validating and converting as `dvc repro convert` does, into {scratch}")
+    for stage, *flags in (
+        ("stages.validate", "--out", str(validated)),
+        ("stages.convert", "--validated", str(validated), "--out", str(built)),
+    ):
+        subprocess.run([sys.executable, "-m", stage, *flags, "--no-progress"], cwd=ROOT, check=True)
+    data = open_dataset(built)
+    return data, f"data/raw converted as `dvc repro convert` does (train split, {len(data.train)} games)"
 
 
 def padding(lengths: np.ndarray, micro: int, world: int, pool: int, epochs: int = 3) -> float:
@@ -139,7 +144,11 @@ def main() -> int:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    data, source = load(args.dataset)
+    with tempfile.TemporaryDirectory() as scratch:
+        return measure(args, *load(args.dataset, Path(scratch)))
+
+
+def measure(args: argparse.Namespace, data: TrainData, source: str) -> int:
     lengths = np.asarray(data.train.lengths())
     print(f"input: {source}; tokens per game: median {int(np.median(lengths))}, max {int(lengths.max())}")
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")

@@ -11,7 +11,10 @@ import json
 import pytest
 
 from bench import gpu
+from bench.train import ROOT, load
+from chesscore.conditioning import table_prefixes
 from chesscore.failures import Refused
+from chesscore.tokens import RATING_UNKNOWN
 from tests.training_data import sample_tokens, write_dataset
 
 TINY = (
@@ -33,7 +36,7 @@ def test_the_device_check_runs_to_its_end_on_the_cpu(tmp_path, capsys):
     assert gpu.main([*TINY, "--dataset", dataset(tmp_path), "--out", str(out)]) == 0
     report = json.loads(out.read_text())
     assert report["machine"]["device"] == "cpu" and "(train split, 24 games)" in report["input"]
-    assert set(report["section_seconds"]) == {"probe", "train", "play"}
+    assert set(report["section_seconds"]) == {"data", "probe", "train", "play"}
     probe = report["probe"]
     assert [r["micro_per_rank"] for r in probe["device"]["results"]] == [1, 2]
     assert [r["micro_per_rank"] for r in probe["cpu"]["results"]] == [1]
@@ -64,16 +67,29 @@ def test_the_device_check_runs_to_its_end_on_the_cpu(tmp_path, capsys):
 
 
 def test_a_run_cut_short_keeps_the_sections_it_finished(tmp_path, monkeypatch):
+    """Without --dataset's folder (a GPU node's copy of a fresh checkout) the run reads the dataset
+    `dvc repro convert` writes, ratings and all, which the triples-v2 training run needs."""
+
     def cut(*args):
         raise KeyboardInterrupt  # the machine's time ran out during evaluate
 
     monkeypatch.setattr(gpu, "play_sections", cut)
     out = tmp_path / "gpu.json"
     with pytest.raises(KeyboardInterrupt):
-        gpu.main([*TINY, "--no-probe-compile", "--dataset", dataset(tmp_path), "--out", str(out)])
+        gpu.main([*TINY, "--no-probe-compile", "--dataset", str(tmp_path / "absent"), "--out", str(out)])
     report = json.loads(out.read_text())
-    assert set(report["section_seconds"]) == {"probe", "train"} and "evaluate" not in report
+    assert "converted as `dvc repro convert` does" in report["input"]
+    assert set(report["section_seconds"]) == {"data", "probe", "train"} and "evaluate" not in report
     assert "device-compiled" not in report["probe"] and report["train"]["max_loss_difference"] == 0.0
+    assert [step for step, _ in report["train"]["device"]["loss_curve"]] == [1, 2, 3, 4]
+
+
+def test_without_a_dataset_it_reads_the_one_the_committed_demo_run_was_evaluated_on(tmp_path):
+    data, source = load(tmp_path / "absent", tmp_path / "scratch")
+    evaluated = json.loads((ROOT / "data" / "evaluate" / "evaluation.json").read_text())["dataset"]
+    assert data.fingerprint == evaluated["fingerprint"] and f"{len(data.train)} games" in source
+    ratings = table_prefixes(data.train)[:, :2]
+    assert (ratings != RATING_UNKNOWN).mean() > 0.9  # the sample's games are rated: the prefix is true
 
 
 def test_a_failing_part_is_recorded_and_the_parts_after_it_still_run(tmp_path, monkeypatch, capsys):
