@@ -16,11 +16,11 @@ machine's cores, so that ratios are against the 2-core rate the targets name):
             (--probe-compile). The CPU runs --cpu-micro.
   train     a short run of chesscore.train.trainer: --train-model (demo-moves) on the demo dataset
             (data/dataset, else the one `dvc repro convert` writes, built in a temporary folder:
-            bench/train.py's load), --precision
-            (bf16 autocast), torch.compile with batches padded to --pad-to-multiple; its loss
-            curve, step time, compilations and graph breaks. The CPU runs the same steps eager
-            (inductor's compile time on a CPU would swamp the comparison) in the same precision;
-            the two loss curves are compared.
+            bench/train.py's load), --precision (bf16 autocast), torch.compile with batches
+            padded to --pad-to-multiple; its loss curve, step time, compilations and graph
+            breaks, and nvidia-smi's utilisation, memory and power while it trained. The CPU runs
+            the same steps eager (inductor's compile time on a CPU would swamp the comparison) in
+            the same precision; the two loss curves are compared.
   evaluate  chesscore.eval.moves.analyse_games (evaluate's free-running top-k and legality) of the
             trained model on --eval-games games: positions/s.
   selfplay  chesscore.selfplay.parallel.SelfPlayPool, no judge: --selfplay-workers shards of
@@ -76,6 +76,7 @@ from chesscore.train.config import TrainConfig  # noqa: E402
 from chesscore.train.data import TrainData  # noqa: E402
 from chesscore.train.distributed import DistEnv  # noqa: E402
 from chesscore.train.probe import describe, peak_flops, probe  # noqa: E402
+from chesscore.train.report import telemetry_line  # noqa: E402
 from chesscore.train.run import open_run  # noqa: E402
 from chesscore.train.trainer import Trainer  # noqa: E402
 
@@ -191,6 +192,7 @@ def train_section(args: argparse.Namespace, data: TrainData, device: torch.devic
             "useful_tokens_per_second": results["throughput"]["useful_tokens_per_second"],
             "loss_curve": [[r["step"], r["nll"]] for r in trainer.state.train_log],
             "validation_nll": [h["validation"]["nll"] for h in results["history"]],
+            "gpu_telemetry": results.get("gpu_telemetry"),  # nvidia-smi's utilisation while it trained
         }
         trainers[name] = trainer
     curves = [np.array([nll for _, nll in sides[name]["loss_curve"]]) for name in ("device", "cpu")]
@@ -205,6 +207,8 @@ def train_section(args: argparse.Namespace, data: TrainData, device: torch.devic
             f"{side['useful_tokens_per_second']:.0f} useful tokens/s"
         )
         print(f"    loss curve (step:nll)  {curve}")
+        if side["gpu_telemetry"]:
+            print(telemetry_line(side["gpu_telemetry"]))
     print(f"  loss curves differ by at most {sides['max_loss_difference']:.4f} nats per step")
     sides["model"] = trainers["device"].model.eval()
     return sides

@@ -49,6 +49,7 @@ def test_the_device_check_runs_to_its_end_on_the_cpu(tmp_path, capsys):
     for side in ("device", "cpu"):
         assert [step for step, _ in train[side]["loss_curve"]] == [1, 2, 3, 4]
         assert train[side]["precision"] == "bf16-autocast, fp32 weights" and train[side]["compile"] is None
+        assert train[side]["gpu_telemetry"] is None  # no GPU: nothing sampled (tests/train/test_telemetry.py)
     # Both sides on the CPU, eager: the same work gives the same losses, to the bit.
     assert train["max_loss_difference"] == 0.0
     assert report["evaluate"]["device"]["positions"] == report["evaluate"]["cpu"]["positions"] > 0

@@ -7,7 +7,8 @@ record (run.json, events.jsonl), GPU telemetry, and the closing summary. Only ra
     output/plots/validation.csv    step, nll, accuracies, legality, illegal mass
   and, not DVC outputs (they describe this process and machine, so they differ run to run):
     output/run.json                how it started (resumed from, why), updates, throughput,
-                                   peak memory, wall time, torch.compile's counts
+                                   peak memory, wall time, torch.compile's counts, and on GPUs
+                                   this run's nvidia-smi summary (gpu_telemetry)
     output/events.jsonl            one JSON object per line: start, validation, train, stop...
     output/gpu-telemetry.jsonl     nvidia-smi samples (utilisation, memory, power), on GPUs
 
@@ -78,14 +79,19 @@ def peak_memory(device: torch.device) -> dict[str, int | None]:
 
 
 class GpuTelemetry:
-    """Samples nvidia-smi every `period` seconds into a JSON-lines file, where it exists."""
+    """Samples nvidia-smi every `period` seconds into a JSON-lines file, where it exists: a row per
+    GPU of this node, readings as numbers ("[N/A]" as null). A call that fails or hangs is an
+    error line and sampling goes on: telemetry never stops a run. `summary()` sums up this
+    run's samples (the file also holds earlier runs' into the same folder)."""
 
-    QUERY = "index,utilization.gpu,memory.used,memory.total,power.draw"
+    FIELDS = ("index", "utilization.gpu", "memory.used", "memory.total", "power.draw")
 
-    def __init__(self, path: Path, period: float) -> None:
-        self.path, self.period = path, period
+    def __init__(self, path: Path, period: float, timeout: float = 30.0) -> None:
+        self.path, self.period, self.timeout = path, period, timeout
         self.stop_event = threading.Event()
         self.thread: threading.Thread | None = None
+        self.readings: list[dict[str, float | None]] = []  # this run's rows, every GPU and sample
+        self.errors = 0
 
     def __enter__(self) -> GpuTelemetry:
         if shutil.which("nvidia-smi") and torch.cuda.is_available():
@@ -96,24 +102,53 @@ class GpuTelemetry:
     def __exit__(self, *exc: object) -> None:
         self.stop_event.set()
         if self.thread is not None:
-            self.thread.join(timeout=10)
+            self.thread.join(timeout=self.timeout + 10)
 
     def _run(self) -> None:
         with self.path.open("a", encoding="utf-8") as f:
             while not self.stop_event.is_set():
-                out = subprocess.run(
-                    ["nvidia-smi", f"--query-gpu={self.QUERY}", "--format=csv,noheader,nounits"],
-                    capture_output=True,
-                    text=True,
-                    timeout=30,
-                )
-                gpus = [
-                    dict(zip(self.QUERY.split(","), (v.strip() for v in line.split(","))))
-                    for line in out.stdout.strip().splitlines()
-                ]
-                f.write(json.dumps({"time_unix": round(time.time(), 3), "gpus": gpus}) + "\n")
+                f.write(json.dumps(self.sample()) + "\n")
                 f.flush()
                 self.stop_event.wait(self.period)
+
+    def sample(self) -> dict[str, Any]:
+        """One nvidia-smi reading (or the error it gave), counted into this run's summary."""
+        now = round(time.time(), 3)
+        command = ["nvidia-smi", f"--query-gpu={','.join(self.FIELDS)}", "--format=csv,noheader,nounits"]
+        try:
+            out = subprocess.run(command, capture_output=True, text=True, timeout=self.timeout, check=True)
+        except (OSError, subprocess.SubprocessError) as error:
+            self.errors += 1
+            return {"time_unix": now, "error": f"{type(error).__name__}: {error}"}
+        lines = [line for line in out.stdout.splitlines() if line.strip()]
+        gpus = [dict(zip(self.FIELDS, map(_reading, line.split(",")))) for line in lines]
+        self.readings += gpus
+        return {"time_unix": now, "gpus": gpus}
+
+    def summary(self) -> dict[str, Any] | None:
+        """Mean utilisation and power and the most memory used over this run's samples (all GPUs
+        of the node together); None where nothing was sampled (no GPU, or every call failed)."""
+        if not self.readings:
+            return None
+
+        def known(field: str) -> list[float]:
+            return [r[field] for r in self.readings if r.get(field) is not None]
+
+        utilisation, memory, power = known("utilization.gpu"), known("memory.used"), known("power.draw")
+        return {
+            "readings": len(self.readings),
+            "failed_samples": self.errors,
+            "utilization_percent_mean": sum(utilisation) / len(utilisation) if utilisation else None,
+            "memory_used_mib_max": max(memory) if memory else None,
+            "power_watts_mean": sum(power) / len(power) if power else None,
+        }
+
+
+def _reading(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:  # "[N/A]", "[Not Supported]"
+        return None
 
 
 def validation_row(record: dict[str, Any]) -> dict[str, Any]:
@@ -177,6 +212,7 @@ RUN_KEYS = (
     "peak_memory",
     "wall_seconds",
     "compile",
+    "gpu_telemetry",
 )
 
 
@@ -213,10 +249,18 @@ def summary(results: dict[str, Any]) -> str:
             if results["peak_memory"][0]["cuda_max_allocated_bytes"]
             else ""
         ),
+        *([telemetry_line(results["gpu_telemetry"])] if results.get("gpu_telemetry") else []),
         f"  outputs: {results['output']}/(last.pt, best.pt, results.json, metrics.json, plots/), "
         "run.json and events.jsonl beside them",
     ]
     return "\n".join(lines)
+
+
+def telemetry_line(gpu: dict[str, Any]) -> str:
+    return (
+        f"  GPU (nvidia-smi, {gpu['readings']} readings): utilisation mean {_f(gpu['utilization_percent_mean'], 0)}%, "
+        f"memory used at most {_f(gpu['memory_used_mib_max'], 0)} MiB, power mean {_f(gpu['power_watts_mean'], 0)} W"
+    )
 
 
 def _f(value: float | None, digits: int = 4) -> str:

@@ -26,6 +26,7 @@ class RunLog:
     def __init__(self, spec: RunSpec, events: EventLog) -> None:
         self.spec, self.events = spec, events
         self.totals = {"useful": 0.0, "padded": 0.0, "seconds": 0.0, "updates": 0}  # of this process's steps
+        self.telemetry: GpuTelemetry | None = None  # rank 0's nvidia-smi sampler, while the loop runs
 
     def start(self, state: TrainState, parameters: int) -> None:
         """The start event and line; CUDA's peak memory counted from here."""
@@ -56,12 +57,9 @@ class RunLog:
         bar = progress_bar(
             spec.env.is_main, total=planned, initial=state.step, unit="step", dynamic_ncols=True, desc="train"
         )
-        telemetry = (
-            GpuTelemetry(spec.output / "gpu-telemetry.jsonl", spec.config.telemetry_seconds)
-            if spec.env.is_main
-            else contextlib.nullcontext()
-        )
-        with bar, telemetry:
+        if spec.env.is_main:
+            self.telemetry = GpuTelemetry(spec.output / "gpu-telemetry.jsonl", spec.config.telemetry_seconds)
+        with bar, self.telemetry or contextlib.nullcontext():
             yield bar
 
     def step(
@@ -147,6 +145,8 @@ class RunLog:
             }
             if env.is_main:
                 console(describe(results["compile"], results["compile"]["max_widths"]))
+        if self.telemetry is not None and (gpu := self.telemetry.summary()) is not None:
+            results["gpu_telemetry"] = gpu  # only on GPUs: a CPU run's run.json keeps its keys
         if env.is_main:
             write_results(spec.output, results, state)
             self.events(
