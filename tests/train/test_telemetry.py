@@ -89,7 +89,9 @@ def test_without_nvidia_smi_nothing_is_sampled(tmp_path, monkeypatch):
     assert telemetry.thread is None and telemetry.summary() is None and not (tmp_path / "none.jsonl").exists()
 
 
-def test_a_run_on_a_gpu_node_has_its_summary_in_run_json_and_the_closing_lines(tmp_path, monkeypatch, capsys):
+def test_a_run_on_a_gpu_node_has_its_summary_in_run_json_and_the_closing_lines(
+    tmp_path, monkeypatch, capsys, nvidia_smi
+):
     """The training loop's own sampler, as it runs on a GPU node: here it samples although the
     run is on the CPU (its sampler is told CUDA is there; the model is not)."""
 
@@ -97,13 +99,8 @@ def test_a_run_on_a_gpu_node_has_its_summary_in_run_json_and_the_closing_lines(t
         def __init__(self, path, period):
             super().__init__(path, period=0.01)
 
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "nvidia-smi").write_text(f"#!/bin/sh\nprintf '{TWO_GPUS}'\n")
-    (bin_dir / "nvidia-smi").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    nvidia_smi(f"printf '{TWO_GPUS}'")
     monkeypatch.setattr(runlog, "GpuTelemetry", Sampling)
-    monkeypatch.setattr(report.torch.cuda, "is_available", lambda: True)
     run(small_data(), tmp_path / "out")
     record = json.loads((tmp_path / "out" / "run.json").read_text())
     results = json.loads((tmp_path / "out" / "results.json").read_text())
