@@ -17,8 +17,9 @@ machine's cores, so that ratios are against the 2-core rate the targets name):
   train     a short run of chesscore.train.trainer: --train-model (demo-moves) on the demo dataset
             (data/dataset, else the one `dvc repro convert` writes, built in a temporary folder:
             bench/train.py's load), --precision (bf16 autocast), torch.compile with batches
-            padded to --pad-to-multiple; its loss curve, step time, compilations and graph
-            breaks, and nvidia-smi's utilisation, memory and power while it trained. The CPU runs
+            padded to --pad-to-multiple; its loss curve, step time, the host's share of it spent
+            assembling batches, compilations and graph breaks, and nvidia-smi's utilisation,
+            memory and power while it trained. The CPU runs
             the same steps eager (inductor's compile time on a CPU would swamp the comparison) in
             the same precision; the two loss curves are compared.
   evaluate  chesscore.eval.moves.analyse_games (evaluate's free-running top-k and legality) of the
@@ -190,6 +191,8 @@ def train_section(args: argparse.Namespace, data: TrainData, device: torch.devic
             "first_step_seconds": steps[0],
             "median_step_seconds": statistics.median(steps),
             "useful_tokens_per_second": results["throughput"]["useful_tokens_per_second"],
+            # The host's share of the step time spent assembling batches (features included).
+            "assembly_fraction": results["throughput"]["assembly_fraction"],
             "loss_curve": [[r["step"], r["nll"]] for r in trainer.state.train_log],
             "validation_nll": [h["validation"]["nll"] for h in results["history"]],
             "gpu_telemetry": results.get("gpu_telemetry"),  # nvidia-smi's utilisation while it trained
@@ -204,7 +207,8 @@ def train_section(args: argparse.Namespace, data: TrainData, device: torch.devic
         print(
             f"  {name}: {side['precision']}, compile {bool(side['compile'])}; "
             f"first step {side['first_step_seconds']:.2f} s, median {side['median_step_seconds'] * 1000:.1f} ms; "
-            f"{side['useful_tokens_per_second']:.0f} useful tokens/s"
+            f"{side['useful_tokens_per_second']:.0f} useful tokens/s, batch assembly {side['assembly_fraction']:.1%}"
+            " of the step time"
         )
         print(f"    loss curve (step:nll)  {curve}")
         if side["gpu_telemetry"]:

@@ -21,6 +21,12 @@ source and destination tokens see the board before their move, the promotion tok
 board after it, which is the board the next source is chosen on). `replayed` runs the replay once
 for both, outside torch.compile's graph.
 
+Training and evaluation assemble the features with each batch, on the host, before the tokens
+go to the device (GPT.row_features, then forward(idx, features=...)): forward then never reads
+its tokens back from a GPU, which would wait for all the queued work of the batch before, and a
+compiled training forward holds the whole model in one graph. Without them forward replays
+itself, as play does with the cache.
+
 A triples-v2 prefix (3 tokens after BOS, chesscore.tokens) needs nothing of its own: the replay reads
 it as one more move whose tokens are no squares, which leaves the start board as it is, so every
 later position still sees the board of its ply, and the prefix positions name nothing.
@@ -33,6 +39,7 @@ rewound (their length set back) or are dropped (`select`) stay right.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -135,7 +142,7 @@ class InputFeatures(nn.Module):
         self.moves = nn.Embedding(MOVE_FEATURES, n_embd)
 
     def forward(self, idx: torch.Tensor, track: Track | None = None, positions: torch.Tensor | None = None):
-        return self.embed(replayed(idx, track, positions, board=False)[0])
+        return self.embed(replayed(idx, track, positions, board=False).moves)
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
         """The embedding of feature ids (B, T), as `replayed` gives them."""
@@ -166,19 +173,33 @@ class BoardReadout(nn.Module):
         return F.pad(scores, (0, self.vocab_size - replay.SQUARES))
 
 
+@dataclass(frozen=True)
+class Features:
+    """What the replay gives a forward over tokens (B, T): the MOVE_FEATURES id of every position
+    and, for the board readout, the square codes of the position each sees (BoardReadout's input)."""
+
+    moves: torch.Tensor  # (B, T) int64
+    squares: torch.Tensor | None = None  # (B, T, 64) int64, board readout only
+
+    def map(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> Features:
+        """The features with fn applied to each tensor (e.g. a move to the device)."""
+        return Features(fn(self.moves), None if self.squares is None else fn(self.squares))
+
+
 # The replay runs in numpy on the CPU, which torch.compile cannot trace: the call is left out of
 # the compiled graph on purpose (one graph break per compilation, counted and explained by
-# chesscore.train.compiled), and what uses its tensors is compiled again.
+# chesscore.train.compiled), and what uses its tensors is compiled again. Training assembles the
+# features with its batches instead (GPT.row_features), so its compiled forward has no break.
 @torch.compiler.disable
 def replayed(
     idx: torch.Tensor, track: Track | None = None, positions: torch.Tensor | None = None, board: bool = True
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """For tokens idx (B, T), on idx's device: the MOVE_FEATURES id (B, T) of every position and,
-    with `board`, the square codes (B, T, 64) of the position each sees (BoardReadout's input)."""
+) -> Features:
+    """The Features of tokens idx (B, T), on idx's device: whole rows from BOS without a track,
+    else continuing each cache row at `positions`; square codes only with `board`."""
     inputs = replay_inputs(idx, track, positions)
     seen = inputs.per_position()
     ids = torch.from_numpy(move_feature_ids(seen, inputs.tokens, inputs.previous, inputs.places)).to(idx.device)
     if not board:
-        return ids, None
+        return Features(ids)
     squares = replay.position_codes(seen)[..., : replay.SQUARES]
-    return ids, torch.from_numpy(np.ascontiguousarray(squares)).to(idx.device)
+    return Features(ids, torch.from_numpy(np.ascontiguousarray(squares)).to(idx.device))

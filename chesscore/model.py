@@ -7,9 +7,10 @@ input and output embeddings tied. One config dataclass; named configs in CONFIGS
 
 With `move_features` the input at every position also gets an embedding of what its token
 names on the board (chesscore.features: the moving piece at a source token, the captured piece at
-a destination token), replayed from the tokens inside forward, with or without a cache: callers
-feed tokens as before, and the token contract stays triples-v1. A small model then knows which
-piece moves and what it takes instead of inferring the board from the move history.
+a destination token), replayed from the tokens inside forward, with or without a cache, or ahead
+with the batch (row_features: what training does): callers feed tokens as before, and the token
+contract stays triples-v1. A small model then knows which piece moves and what it takes
+instead of inferring the board from the move history.
 
 With `board_readout` the model also reads the board at its output (chesscore.features.BoardReadout):
 each square token's logit gets h . E[square, the piece on it in the position the input sees,
@@ -23,6 +24,7 @@ bins of the side to move and of its opponent, read from the row's prefix (Maia-2
 
     model = GPT(CONFIGS["demo"])
     logits = model(tokens)                          # (B, T) -> (B, T, 128), training/eval
+    logits = model(tokens, features=model.row_features(tokens))  # the same, features made ahead
     cache = model.new_cache(batch_size=64)          # incremental decoding for play
     logits = model(first_tokens, cache=cache)       # prefill (B, T)
     logits = model(next_tokens[:, None], cache=cache)  # one token per game per step
@@ -42,7 +44,7 @@ import torch.nn.functional as F
 
 from chesscore import ranges
 from chesscore.failures import Refused
-from chesscore.features import BoardReadout, InputFeatures, Track, replayed
+from chesscore.features import BoardReadout, Features, InputFeatures, Track, replayed
 from chesscore.tokens import CONDITIONED_VERSION, PREFIX_LENGTH, RATING_LAST, RATING_UNKNOWN, VERSION, VOCAB_SIZE
 
 
@@ -297,10 +299,24 @@ class GPT(nn.Module):
         parameter = self.lm_head.weight
         return KVCache(self.config, batch_size, parameter.device, parameter.dtype, max_len)
 
-    def forward(self, idx: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
+    def uses_features(self) -> bool:
+        return self.config.move_features or self.config.board_readout
+
+    def row_features(self, idx: torch.Tensor) -> Features | None:
+        """The replayed features (chesscore.features) of whole rows idx (B, T) from BOS, on idx's
+        device, for a caller that assembles them with its batch on the host and passes them to
+        forward; None for a config without features."""
+        return replayed(idx, board=self.config.board_readout) if self.uses_features() else None
+
+    def forward(
+        self, idx: torch.Tensor, cache: KVCache | None = None, features: Features | None = None
+    ) -> torch.Tensor:
         """Logits (B, T, vocab) for tokens idx (B, T). With a cache, idx continues each row
-        from its cached length, and the cache grows by T."""
+        from its cached length, and the cache grows by T. `features`: row_features(idx), made
+        ahead (whole rows only); without them forward replays the tokens itself."""
         B, T = idx.shape
+        if features is not None and cache is not None:
+            raise ValueError("features are made for whole rows; with a cache forward replays the tokens itself")
         if cache is None:
             if T > self.config.block_size:
                 raise ValueError(f"{T} tokens exceed the context of {self.config.block_size}")
@@ -317,13 +333,15 @@ class GPT(nn.Module):
             pos_emb = self.transformer.wpe(positions)
         x = self.transformer.wte(idx) + pos_emb
         square_codes = None
-        if self.config.move_features or self.config.board_readout:
-            # One replay serves both, called here (not inside a submodule) so torch.compile breaks
-            # the graph once, at this torch.compiler.disable'd numpy replay.
-            track = cache.track if cache is not None else None
-            move_ids, square_codes = replayed(idx, track, positions, board=self.config.board_readout)
+        if self.uses_features():
+            if features is None:
+                # One replay serves both, called here (not inside a submodule) so torch.compile
+                # breaks the graph once, at this torch.compiler.disable'd numpy replay.
+                track = cache.track if cache is not None else None
+                features = replayed(idx, track, positions, board=self.config.board_readout)
+            square_codes = features.squares
             if self.config.move_features:
-                x = x + self.features.embed(move_ids)
+                x = x + self.features.embed(features.moves)
         if self.config.skill_inputs:
             x = x + self.skills(idx, cache, positions)
         x = self.transformer.drop(x)

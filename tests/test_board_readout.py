@@ -120,7 +120,7 @@ def test_the_readout_scores_each_square_by_the_python_chess_piece_on_it():
     readout.codes.weight.copy_(nn_init)
     moves = list(real_games()[1][:40])
     idx = torch.tensor([encode_game(moves)[:-1]])
-    _, square_codes = replayed(idx)
+    square_codes = replayed(idx).squares
     h = torch.randn(1, idx.shape[1], 16)
     got = readout(h, square_codes)[0]
     board, expected = chess.Board(), []

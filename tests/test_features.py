@@ -1,19 +1,22 @@
 """Move features: the board replay from tokens against python-chess, the feature ids of known
 moves, and a GPT with move_features giving the same logits with the cache (rows standing still,
-rewound, dropped) as without it."""
+rewound, dropped) as without it, and with the features made ahead with the batch."""
 
 import random
+import sys
 
 import chess
 import numpy as np
 import pytest
 import torch
 
+import chesscore.model
 from chesscore import boards
-from chesscore.features import CAPTURED, MOVE_FEATURES, move_feature_ids
+from chesscore.features import CAPTURED, MOVE_FEATURES, move_feature_ids, replayed
 from chesscore.model import CONFIGS, GPT, GPTConfig
 from chesscore.play.moves import ModelPlayer, Sampler, choose_moves
 from chesscore.tokens import CONTRACT_GAMES, PAD, State, encode_game, encode_move
+from chesscore.train.batching import TokenList, collate
 
 
 def _codes(board: chess.Board) -> np.ndarray:
@@ -123,3 +126,33 @@ def test_move_features_change_what_the_model_sees_and_train():
     loss = model(torch.tensor([encode_game("e2e4 d7d5 e4d5".split())[:-1]]))[0, -1].logsumexp(-1)
     loss.backward()
     assert model.features.moves.weight.grad.abs().sum() > 0
+
+
+@torch.no_grad()
+@pytest.mark.parametrize("name", ["demo-moves", "demo-board"])
+def test_features_made_with_the_batch_give_forwards_logits_without_a_replay_inside(name, monkeypatch):
+    """Training's way (GPT.row_features on the host, then forward(idx, features=...)): the logits
+    of forward's own replay, to the bit, and forward replays nothing itself."""
+    torch.manual_seed(2)
+    model = GPT(CONFIGS[name]).eval()
+    if model.config.board_readout:  # a zero readout (a new model's) would hide missing square codes
+        torch.nn.init.normal_(model.board.codes.weight, std=0.5)
+    games = [encode_game(moves) for moves in _random_games(5, 60, seed=7)]
+    inputs, _ = collate(TokenList(games).batch(range(5), pad=PAD))  # rows of different lengths, padded
+    features = model.row_features(inputs)
+    assert (features.squares is not None) == model.config.board_readout
+    expected = model(inputs)
+    callers = []
+
+    def counted(*args, **kwargs):
+        callers.append(sys._getframe(1).f_code.co_name)
+        return replayed(*args, **kwargs)
+
+    monkeypatch.setattr(chesscore.model, "replayed", counted)
+    assert torch.equal(model(inputs, features=features), expected)
+    assert callers == []
+    model(inputs)
+    assert callers == ["forward"]  # without them forward replays (what the patch sees)
+    assert GPT(CONFIGS["tiny"]).row_features(inputs) is None
+    with pytest.raises(ValueError, match="whole rows"):
+        model(inputs[:, :1], cache=model.new_cache(len(inputs)), features=features)

@@ -38,7 +38,7 @@ from chesscore.fileio import sha256_bytes
 from chesscore.model import GPT
 from chesscore.tokens import PAD, PREFIX_LENGTH, VERSIONS, VOCAB_SIZE
 from chesscore.train import metrics
-from chesscore.train.batching import IGNORE, TokenList, collate, eval_batches
+from chesscore.train.batching import IGNORE, TokenList, collate, device_inputs, eval_batches
 
 DIMENSIONS = ("rating", "time_control", "phase")
 PHASE_NAMES = ("opening", "middlegame", "endgame")
@@ -248,7 +248,8 @@ def evaluate(
         metas = [games[int(i)][1] for i in batch]
         tokens = [source[int(i)] for i in batch]
         inputs, targets = collate(rows)
-        logits = model(inputs.to(device)).float().cpu()
+        on_device, features = device_inputs(model, inputs, device)
+        logits = model(on_device, features=features).float().cpu()
         labels = _target_buckets(metas, targets.shape[1], config, offset)
         for dim in DIMENSIONS:
             for label in sorted(set(labels[dim][labels[dim] != ""])):

@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from chesscore.conditioning import with_prefix
+from chesscore.features import Features
 from chesscore.model import GPT
 from chesscore.play.moves import play_mask
 from chesscore.selfplay.games import MODEL, GameRecord
@@ -144,15 +145,19 @@ def game_batch(records: Sequence[GameRecord], vocab_size: int, prefix: Sequence[
     return GameBatch(*(torch.from_numpy(a) for a in (inputs, targets, legal, own, white)))
 
 
-def _masked_log_probs(model: GPT, batch: GameBatch, temperature: float) -> torch.Tensor:
-    logits = model(batch.inputs).float() / temperature
+def _masked_log_probs(
+    model: GPT, batch: GameBatch, temperature: float, features: Features | None = None
+) -> torch.Tensor:
+    logits = model(batch.inputs, features=features).float() / temperature
     return F.log_softmax(logits.masked_fill(~batch.legal, float("-inf")), dim=-1)
 
 
-def token_log_probs(model: GPT, batch: GameBatch, temperature: float) -> tuple[torch.Tensor, torch.Tensor]:
+def token_log_probs(
+    model: GPT, batch: GameBatch, temperature: float, features: Features | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(log-probability of each own token taken, 0 elsewhere (B, T); the full masked
-    log-probabilities (B, T, vocab))."""
-    log_probs = _masked_log_probs(model, batch, temperature)
+    log-probabilities (B, T, vocab)). `features`: model.row_features(batch.inputs), made ahead."""
+    log_probs = _masked_log_probs(model, batch, temperature, features)
     taken = log_probs.gather(-1, batch.targets[..., None])[..., 0]
     return torch.where(batch.own, taken, 0.0), log_probs
 
@@ -181,6 +186,11 @@ def policy_gradient_step(
     (SelfPlayConfig.prefix); a v1 model reads none."""
     if model.config.conditioning != reference.config.conditioning:
         raise ValueError("the model and its reference must both read the conditioning prefix, or neither")
+    if (model.config.move_features, model.config.board_readout) != (
+        reference.config.move_features,
+        reference.config.board_readout,
+    ):
+        raise ValueError("the model and its reference must read the same board features (one replay serves both)")
     if prefix is None and model.config.conditioning:
         prefix = UNKNOWN_PREFIX
     games = [record for record in records if model_colours(record)]
@@ -202,11 +212,13 @@ def policy_gradient_step(
     for start in range(0, len(games), cfg.batch_games):
         chunk = slice(start, start + cfg.batch_games)
         batch = game_batch(games[chunk], model.config.vocab_size, prefix if model.config.conditioning else None)
+        features = model.row_features(batch.inputs)  # on the host, one replay for both forwards
         batch = batch.to(device)
+        features = features.map(lambda t: t.to(device)) if features is not None else None
         advantage = torch.where(batch.white, advantages[chunk, :1], advantages[chunk, 1:])
-        taken, log_probs = token_log_probs(model, batch, cfg.temperature)
+        taken, log_probs = token_log_probs(model, batch, cfg.temperature, features)
         with torch.no_grad():
-            reference_log_probs = _masked_log_probs(reference, batch, cfg.temperature)
+            reference_log_probs = _masked_log_probs(reference, batch, cfg.temperature, features)
         pg_loss = -(advantage * taken).sum() / moves
         kl_loss = kl_to_reference(log_probs, reference_log_probs, batch).sum() / moves
         (pg_loss + cfg.kl_coef * kl_loss).backward()

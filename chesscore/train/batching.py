@@ -10,6 +10,8 @@ game indices of similar length, and rank r trains on `rank_share(batch, r, world
     for step in plan:
         for batch in step:
             inputs, targets = collate(table.batch(rank_share(batch, rank, 2), pad=PAD))
+            inputs, features = device_inputs(model, inputs, device)
+            logits = model(inputs, features=features)
 
 Only the last global microbatch of an epoch may be partial; a rank whose share of it is
 empty trains on `dummy_batch()` (one BOS, no target) so every rank runs the same collectives.
@@ -18,12 +20,16 @@ empty trains on `dummy_batch()` (one BOS, no target) so every rank runs the same
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import torch
 
 from chesscore.tokens import BOS, PAD, RESERVED_START
+
+if TYPE_CHECKING:
+    from chesscore.features import Features
+    from chesscore.model import GPT
 
 IGNORE = -100  # target of a padding position: F.cross_entropy(ignore_index=IGNORE)
 
@@ -136,6 +142,24 @@ def collate(rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
     inputs, targets = tokens[:, :-1], tokens[:, 1:].clone()
     targets[(targets == PAD) | (targets >= RESERVED_START)] = IGNORE
     return inputs.contiguous(), targets
+
+
+def to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A batch tensor on the training device. To a GPU it goes through pinned memory, so the copy
+    joins the queue without waiting for the work before it (a copy from pageable memory may), and
+    the host goes on to assemble the next microbatch while the device works."""
+    if device.type != "cuda":
+        return tensor.to(device)
+    return tensor.pin_memory().to(device, non_blocking=True)
+
+
+def device_inputs(model: GPT, inputs: torch.Tensor, device: torch.device | str) -> tuple[torch.Tensor, Features | None]:
+    """Collated inputs made ready for `model` on `device`: the model's features of the rows made
+    here on the host (GPT.row_features), so forward(inputs, features=...) never reads the tokens
+    back from the device, and both moved there by to_device."""
+    device = torch.device(device)
+    features = model.row_features(inputs)
+    return to_device(inputs, device), features.map(lambda t: to_device(t, device)) if features is not None else None
 
 
 def dummy_batch() -> tuple[torch.Tensor, torch.Tensor]:

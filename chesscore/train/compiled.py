@@ -16,9 +16,10 @@ it back to eager. Two ways out, picked by `pad_to_multiple`:
         compilation for every width, plus one for the one-token dummy batch of an empty rank
         (torch specialises sizes 0 and 1).
 
-The demo-moves model computes its move features in numpy inside forward (chesscore.features);
-that call is `torch.compiler.disable`d, so each compilation of GPT.forward has exactly one graph
-break there, of reason DISABLED (CompileCount.unexplained lists any other).
+The demo-moves and demo-board models replay the board in numpy (chesscore.features). Training
+makes those features with each batch and hands them to forward as tensors, so its compiled
+forward is one graph; a forward given none replays itself at a `torch.compiler.disable`d call,
+one graph break of reason DISABLED per compilation (CompileCount.unexplained lists any other).
 """
 
 from __future__ import annotations

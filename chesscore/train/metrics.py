@@ -32,7 +32,7 @@ import torch.nn.functional as F
 
 from chesscore.model import GPT
 from chesscore.tokens import EOS, PAD, RESERVED_START, State, decode_move, prefix_length
-from chesscore.train.batching import IGNORE, GameSource, collate, eval_batches
+from chesscore.train.batching import IGNORE, GameSource, collate, device_inputs, eval_batches
 
 PHASES = ("source", "destination", "promotion", "eos")
 PROTOCOL = (
@@ -180,9 +180,11 @@ def accumulate(
             if len(batch) == 0:
                 continue
             rows = source.batch(batch, pad=PAD)
-            inputs, targets = (t.to(device) for t in collate(rows))
+            inputs, targets = collate(rows)
+            inputs, features = device_inputs(model, inputs, device)
+            targets = targets.to(device)
             with torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=bf16):
-                logits = model(inputs)
+                logits = model(inputs, features=features)
             lengths = (rows != PAD).sum(1)
             games = [rows[r, : lengths[r]] if int(i) in legality else None for r, i in enumerate(batch)]
             add_batch(totals, logits, targets, games)

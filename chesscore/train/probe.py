@@ -20,10 +20,11 @@ import torch
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
+from chesscore.features import Features
 from chesscore.fileio import atomic_write_json
 from chesscore.model import GPT, GPTConfig
 from chesscore.tokens import PAD
-from chesscore.train.batching import IGNORE, GameSource, collate
+from chesscore.train.batching import IGNORE, GameSource, collate, device_inputs
 from chesscore.train.config import uses_bf16
 from chesscore.train.distributed import DistEnv
 from chesscore.train.optim import OptimConfig, adamw, clip_gradients
@@ -80,18 +81,19 @@ def probe(
     results = []
     for micro in micro_sizes:
         inputs, targets = collate(train.batch([longest] * micro, pad=PAD))
-        inputs, targets = inputs.to(env.device), targets.to(env.device)
+        inputs, features = device_inputs(model, inputs, env.device)
+        targets = targets.to(env.device)
         if env.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(env.device)
         try:
-            times = timed_steps(model, forward, optimizer, inputs, targets, env, bf16, repeats)
+            times = timed_steps(model, forward, optimizer, inputs, targets, features, env, bf16, repeats)
         except torch.cuda.OutOfMemoryError:
             # A size that does not fit is a finding, not a crash, and larger ones would not fit
             # either. (Under DDP every rank holds the same batch, so all ranks fail together.)
             times = None
         if times is None:  # freed here, where the traceback no longer holds the step's tensors
             optimizer.zero_grad(set_to_none=True)
-            del inputs, targets
+            del inputs, targets, features
             torch.cuda.empty_cache()
             results.append({"micro_per_rank": micro, "sequence_length": seq_len, "out_of_memory": True})
             break
@@ -136,6 +138,7 @@ def timed_steps(
     optimizer: torch.optim.Optimizer,
     inputs: torch.Tensor,
     targets: torch.Tensor,
+    features: Features | None,
     env: DistEnv,
     bf16: bool,
     repeats: int,
@@ -150,7 +153,7 @@ def timed_steps(
         started = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
         with torch.autocast(env.device.type, dtype=torch.bfloat16, enabled=bf16):
-            logits = forward(inputs)
+            logits = forward(inputs, features=features)
         loss = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=IGNORE)
         loss.backward()
         clip_gradients(model, 1.0, repeat)

@@ -178,9 +178,17 @@ def write_metrics_and_plots(output: Path, state: TrainState, status: str) -> Non
 
 
 def run_results(
-    state: TrainState, status: str, *, useful: float, padded: float, seconds: float, updates: int
+    state: TrainState,
+    status: str,
+    *,
+    useful: float,
+    padded: float,
+    seconds: float,
+    assembly_seconds: float,
+    updates: int,
 ) -> dict[str, Any]:
-    """The run's part of results.json: where it stands, the history, the throughput."""
+    """The run's part of results.json: where it stands, the history, the throughput (rank 0's
+    step seconds, and the part of them its host spent assembling batches)."""
     return {
         "status": status,
         "step": state.step,
@@ -197,6 +205,8 @@ def run_results(
             "padded_tokens_per_second": padded / max(seconds, 1e-9),
             "padding_fraction": 1 - useful / padded if padded else None,
             "train_seconds": seconds,
+            "assembly_seconds": assembly_seconds,
+            "assembly_fraction": assembly_seconds / seconds if seconds > 0 else None,
         },
     }
 
@@ -242,7 +252,7 @@ def summary(results: dict[str, Any]) -> str:
         f"illegal mass {_f(last.get('illegal_probability'))}, reserved mass {_f(last.get('reserved_probability'))}",
         f"  throughput: {_f(t['useful_tokens_per_second'], 0)} useful tokens/s, "
         f"{_f(t['padded_tokens_per_second'], 0)} padded tokens/s, padding {_f(t['padding_fraction'])}, "
-        f"wall {_f(results['wall_seconds'], 1)} s",
+        f"batch assembly {_f(t['assembly_fraction'])} of the step time, wall {_f(results['wall_seconds'], 1)} s",
         f"  peak memory (rank 0): {results['peak_memory'][0]['cpu_max_rss_bytes'] / 2**20:.0f} MiB RSS"
         + (
             f", {results['peak_memory'][0]['cuda_max_allocated_bytes'] / 2**30:.2f} GiB CUDA"

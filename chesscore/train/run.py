@@ -148,7 +148,7 @@ def rebuild_results(spec: RunSpec, state: TrainState, status: str) -> None:
     """results.json of a run that finished but was killed between its final last.pt and
     results.json, from what last.pt knows: the bytes the run would have written. Its run.json
     says so; the throughput, memory and wall time are not known."""
-    run = run_results(state, status, useful=0.0, padded=0.0, seconds=0.0, updates=0)
+    run = run_results(state, status, useful=0.0, padded=0.0, seconds=0.0, assembly_seconds=0.0, updates=0)
     note = (
         f"{spec.resume_note}; results.json rebuilt from last.pt (the finished run stopped before writing it): "
         "throughput, peak memory and wall time not known"

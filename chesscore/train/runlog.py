@@ -25,7 +25,8 @@ class RunLog:
 
     def __init__(self, spec: RunSpec, events: EventLog) -> None:
         self.spec, self.events = spec, events
-        self.totals = {"useful": 0.0, "padded": 0.0, "seconds": 0.0, "updates": 0}  # of this process's steps
+        # Of this process's steps: target counts, step and batch-assembly seconds, updates.
+        self.totals = {"useful": 0.0, "padded": 0.0, "seconds": 0.0, "assembly_seconds": 0.0, "updates": 0}
         self.telemetry: GpuTelemetry | None = None  # rank 0's nvidia-smi sampler, while the loop runs
 
     def start(self, state: TrainState, parameters: int) -> None:
@@ -71,6 +72,7 @@ class RunLog:
         useful: int,
         padded: int,
         seconds: float,
+        assembly_seconds: float,
         lr: float,
         grad_norm: float,
     ) -> None:
@@ -78,6 +80,7 @@ class RunLog:
         self.totals["useful"] += useful
         self.totals["padded"] += padded
         self.totals["seconds"] += seconds
+        self.totals["assembly_seconds"] += assembly_seconds
         self.totals["updates"] += 1
         bar.update(1)
         if state.step % self.spec.config.log_every_steps:
@@ -98,6 +101,7 @@ class RunLog:
             useful_tokens_per_second=tokens_per_second,
             padded_tokens_per_second=float(total[2]) / seconds,
             step_seconds=seconds,
+            assembly_seconds=assembly_seconds,
             **record,
         )
         bar.set_postfix(
@@ -127,6 +131,7 @@ class RunLog:
             useful=float(sums[0]),
             padded=float(sums[1]),
             seconds=self.totals["seconds"],
+            assembly_seconds=self.totals["assembly_seconds"],
             updates=self.totals["updates"],
         )
         results = spec.results(

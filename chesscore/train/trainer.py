@@ -35,7 +35,16 @@ from torch.nn.parallel import DistributedDataParallel
 from chesscore.model import GPT, GPTConfig
 from chesscore.runtime.seeds import derive_seed
 from chesscore.tokens import PAD
-from chesscore.train.batching import IGNORE, collate, dummy_batch, epoch_plan, pad_to_width, rank_share
+from chesscore.train.batching import (
+    IGNORE,
+    collate,
+    device_inputs,
+    dummy_batch,
+    epoch_plan,
+    pad_to_width,
+    rank_share,
+    to_device,
+)
 from chesscore.train.checkpoints import SCHEDULED_BEST, Checkpoints
 from chesscore.train.compiled import CompileCount, compile_model
 from chesscore.train.config import TrainConfig
@@ -163,7 +172,7 @@ class Trainer:
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         started = time.perf_counter()
-        loss_sum, useful, padded = self.forward_backward(step_batches)
+        loss_sum, useful, padded, assembly = self.forward_backward(step_batches)
         lr = self.scheduler.get_last_lr()[0]
         norm = clip_gradients(self.model, config.optim.grad_clip, state.step)
         self.optimizer.step()
@@ -178,19 +187,31 @@ class Trainer:
         if config.validation_every_steps and state.step % config.validation_every_steps == 0:
             state.validation_due = True
         self.log.step(
-            state, bar, loss_sum=loss_sum, useful=useful, padded=padded, seconds=seconds, lr=lr, grad_norm=norm
+            state,
+            bar,
+            loss_sum=loss_sum,
+            useful=useful,
+            padded=padded,
+            seconds=seconds,
+            assembly_seconds=assembly,
+            lr=lr,
+            grad_norm=norm,
         )
 
-    def forward_backward(self, step_batches: list[np.ndarray]) -> tuple[torch.Tensor, int, int]:
-        """Gradients of one step's microbatches (DDP syncs at the last); the summed loss and
-        this rank's useful and padded target counts."""
+    def forward_backward(self, step_batches: list[np.ndarray]) -> tuple[torch.Tensor, int, int, float]:
+        """Gradients of one step's microbatches (DDP syncs at the last); the summed loss, this
+        rank's useful and padded target counts, and the seconds the host spent assembling the
+        batches (on a GPU that overlaps the device's work queued before: a share of the step time
+        near 1 means the host, not the device, sets the pace)."""
         env, config, lengths = self.spec.env, self.spec.config, self.spec.lengths
         # Every rank knows every game's length, so the global target count needs no collective:
         # each rank's loss is scaled so DDP's gradient average is the mean over all targets.
         scale = env.world_size / sum(int((lengths[b] - 1).sum()) for b in step_batches)
         loss_sum = torch.zeros((), device=env.device)
         useful = padded = 0
+        assembly = 0.0
         for index, batch in enumerate(step_batches):
+            assembling = time.perf_counter()
             share = rank_share(batch, env.rank, env.world_size)
             inputs, targets = collate(self.spec.data.train.batch(share, pad=PAD)) if len(share) else dummy_batch()
             if config.pad_to_multiple:  # a bounded set of shapes for a compiled model (padding counted)
@@ -199,18 +220,20 @@ class Trainer:
                 )
             useful += int(lengths[share].sum() - len(share))
             padded += targets.numel() if len(share) else 0
-            inputs, targets = inputs.to(env.device, non_blocking=True), targets.to(env.device, non_blocking=True)
+            inputs, features = device_inputs(self.model, inputs, env.device)
+            targets = to_device(targets, env.device)
+            assembly += time.perf_counter() - assembling
             last = index == len(step_batches) - 1
             sync = contextlib.nullcontext() if last or self.ddp is None else self.ddp.no_sync()
             with sync:
                 with torch.autocast(env.device.type, dtype=torch.bfloat16, enabled=self.spec.bf16):
-                    logits = self.forward(inputs)
+                    logits = self.forward(inputs, features=features)
                 loss = F.cross_entropy(
                     logits.float().flatten(0, 1), targets.flatten(), ignore_index=IGNORE, reduction="sum"
                 )
                 (loss * scale).backward()
             loss_sum += loss.detach()
-        return loss_sum, useful, padded
+        return loss_sum, useful, padded, assembly
 
     def stop_reason(self) -> str | None:
         status = terminal_status(self.state, self.spec.config)

@@ -8,7 +8,7 @@ import chess
 import pytest
 import torch
 
-from chesscore.model import CONFIGS, GPT
+from chesscore.model import CONFIGS, GPT, GPTConfig
 from chesscore.play.adjudication import Adjudication
 from chesscore.play.moves import play_mask
 from chesscore.selfplay.games import GameRecord, SelfPlayConfig, play_games
@@ -142,6 +142,20 @@ def test_no_model_moves_is_an_error_not_a_silent_no_op():
     black_only = [r for r in records if r.black == "model"]
     with pytest.raises(ValueError, match="nothing to learn from"):
         policy_gradient_step(_model(0), _model(0), torch.optim.AdamW(_model(0).parameters()), black_only, PGConfig())
+
+
+def test_a_reference_that_reads_other_board_features_is_refused():
+    """One replay of each batch serves the model and its reference, so both must read the same."""
+    records, _ = play_games(_model(0), None, SelfPlayConfig(games=2, max_plies=4, adjudication=OFF))
+    torch.manual_seed(1)
+    moves = GPT(GPTConfig(n_layer=2, n_head=2, n_embd=32, move_features=True))
+    for model, reference in ((moves, _model(0)), (_model(0), moves)):
+        with pytest.raises(ValueError, match="same board features"):
+            policy_gradient_step(model, reference, torch.optim.AdamW(model.parameters()), records, PGConfig())
+    metrics = policy_gradient_step(
+        moves, copy.deepcopy(moves), torch.optim.AdamW(moves.parameters()), records, PGConfig()
+    )
+    assert metrics["games"] == 2 and metrics["grad_norm"] > 0
 
 
 def _record(result: str, termination: str, judge_score: int | None) -> GameRecord:

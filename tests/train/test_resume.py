@@ -91,6 +91,9 @@ def test_results_metrics_and_plots_tell_the_same_story(uninterrupted):
     assert set(record) == set(RUN_KEYS) - {"compile", "gpu_telemetry"} and not set(results) & set(RUN_KEYS)
     throughput = record["throughput"]
     assert throughput["useful_tokens_per_second"] > 0 and 0 <= throughput["padding_fraction"] < 0.5
+    # The host's batch assembly is part of every step's time (on the CPU nothing overlaps it).
+    assert 0 < throughput["assembly_seconds"] < throughput["train_seconds"]
+    assert throughput["assembly_fraction"] == throughput["assembly_seconds"] / throughput["train_seconds"]
     assert record["peak_memory"][0]["cpu_max_rss_bytes"] > 0 and record["updates_this_run"] == 13
     events = [json.loads(line)["event"] for line in (uninterrupted / "events.jsonl").read_text().splitlines()]
     assert events[0] == "start" and events[-1] == "stop" and events.count("validation") == 7
