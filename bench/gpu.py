@@ -2,9 +2,9 @@
 in the same run. One command, about 10 minutes on one GPU (`make gpu-check`):
 
     python bench/gpu.py                                # cuda: the baseline probe at micro 8-64, ...
-    python bench/gpu.py --device cpu --model tiny --micro 1 2 --probe-tokens 64 --train-model tiny \\
-        --train-steps 4 --no-compile --eval-games 2 --selfplay-games 2 --selfplay-workers 2 --max-plies 8 \\
-        --uci-moves 3
+    python bench/gpu.py --device cpu --model tiny --micro 1 2 --probe-tokens 64 --board-model demo-board \\
+        --train-model tiny --train-steps 4 --no-compile --eval-games 2 --selfplay-games 2 --selfplay-workers 2 \\
+        --max-plies 8 --uci-moves 3
                                                        # CPU-only: tiny sizes, runs to the end (the test)
 
 Sections, each on --device and then on the CPU, whose side runs at --cpu-threads (2, the CI
@@ -13,7 +13,10 @@ machine's cores, so that ratios are against the 2-core rate the targets name):
             step time, useful tokens/s, MFU against the card's dense bf16 peak (probe's table of
             known cards; n/a for another card or the CPU), peak memory; a size that does not fit
             is reported out of memory. Then the best size once more, torch.compiled
-            (--probe-compile). The CPU runs --cpu-micro.
+            (--probe-compile), and once more with --board-model (baseline-board: the baseline
+            that sees the board), eager, beside the host's time to make its features for that
+            batch (over the device's step: under 1, a training run's host keeps up). The CPU
+            runs --cpu-micro.
   train     a short run of chesscore.train.trainer: --train-model (demo-moves) on the demo dataset
             (data/dataset, else the one `dvc repro convert` writes, built in a temporary folder:
             bench/train.py's load), --precision (bf16 autocast), torch.compile with batches
@@ -67,12 +70,14 @@ sys.path.insert(0, str(ROOT))
 
 from bench.train import load  # noqa: E402
 from chesscore.eval.moves import analyse_games  # noqa: E402
+from chesscore.features import replayed  # noqa: E402
 from chesscore.model import CONFIGS, GPT, pick_device  # noqa: E402
 from chesscore.play.adjudication import Adjudication  # noqa: E402
 from chesscore.play.uci import UCIEngine  # noqa: E402
 from chesscore.selfplay.games import SelfPlayConfig  # noqa: E402
 from chesscore.selfplay.parallel import SelfPlayPool  # noqa: E402
-from chesscore.train.batching import TokenList  # noqa: E402
+from chesscore.tokens import PAD  # noqa: E402
+from chesscore.train.batching import GameSource, TokenList, collate  # noqa: E402
 from chesscore.train.config import TrainConfig  # noqa: E402
 from chesscore.train.data import TrainData  # noqa: E402
 from chesscore.train.distributed import DistEnv  # noqa: E402
@@ -137,21 +142,52 @@ def probe_section(args: argparse.Namespace, data: TrainData, device: torch.devic
     if args.probe_tokens:  # the longest game, cut: the CPU-only run's small sizes
         games = TokenList([data.train[i][: args.probe_tokens] for i in range(len(data.train))])
 
-    def run(name: str, on: torch.device, micro: list[int], repeats: int, compile: bool) -> dict[str, Any]:
+    def run(
+        name: str, on: torch.device, micro: list[int], repeats: int, compile: bool, model: str | None = None
+    ) -> dict[str, Any]:
+        model = model or args.model
         (out / f"probe-{name}").mkdir(parents=True, exist_ok=True)
-        print(f"\n== probe, {name} ({on}): model {args.model}, micro {micro}{', compiled' if compile else ''}")
-        return probe(
-            CONFIGS[args.model], games, env_of(on), micro, out / f"probe-{name}", repeats, compile, args.precision
-        )
+        print(f"\n== probe, {name} ({on}): model {model}, micro {micro}{', compiled' if compile else ''}")
+        return probe(CONFIGS[model], games, env_of(on), micro, out / f"probe-{name}", repeats, compile, args.precision)
+
+    def board(micro: int) -> dict[str, Any]:
+        """--board-model at `micro`, eager, and the host's seconds to make its features for that
+        batch (what training does before each microbatch, chesscore.features)."""
+        side = run("device-board", device, [micro], args.repeats, compile=False, model=args.board_model)
+        result = side["results"][0]
+        if not result.get("out_of_memory"):
+            result["host_feature_seconds"] = feature_seconds(games, micro, CONFIGS[args.board_model].board_readout)
+            step = sum(result["step_seconds"]) / result["timed_steps"]
+            result["host_to_device"] = result["host_feature_seconds"] / step
+            print(
+                f"  its features on the host: {result['host_feature_seconds'] * 1000:.1f} ms a microbatch, "
+                f"{result['host_to_device']:.2f}x the device's step (under 1: the device sets the pace)"
+            )
+        return side
 
     sides = {"device": run("device", device, args.micro, args.repeats, compile=False)}
     fitted = [r for r in sides["device"]["results"] if not r.get("out_of_memory")]
-    if args.probe_compile and fitted:
-        best = max(fitted, key=lambda r: r["useful_tokens_per_second"])["micro_per_rank"]
+    best = max(fitted, key=lambda r: r["useful_tokens_per_second"])["micro_per_rank"] if fitted else None
+    if args.probe_compile and best:
         sides["device-compiled"] = attempt(lambda: run("device-compiled", device, [best], args.repeats, compile=True))
+    if args.board_model and best:
+        sides["device-board"] = attempt(lambda: board(best))
     with cpu_threads(args.cpu_threads):
         sides["cpu"] = run("cpu", CPU, [args.cpu_micro], 1, compile=False)
     return sides
+
+
+def feature_seconds(games: GameSource, micro: int, board: bool, repeats: int = 3) -> float:
+    """The fastest of `repeats` host replays (chesscore.features.replayed) of the probe's batch:
+    `micro` copies of the longest game."""
+    longest = int(games.lengths().argmax())
+    inputs, _ = collate(games.batch([longest] * micro, pad=PAD))
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        replayed(inputs, board=board)
+        times.append(time.perf_counter() - started)
+    return min(times)
 
 
 def train_run(
@@ -326,6 +362,11 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
         help="a converted dataset; absent: data/raw validated and converted as `dvc repro convert` does",
     )
     parser.add_argument("--model", default="baseline", help="the probe's model config")
+    parser.add_argument(
+        "--board-model",
+        default="baseline-board",
+        help="a config that sees the board, probed at the best micro with its host feature time ('' skips it)",
+    )
     parser.add_argument("--micro", type=int, nargs="+", default=[8, 16, 32, 64], help="the probe's microbatch sizes")
     parser.add_argument("--cpu-micro", type=int, default=1, help="the CPU probe's one microbatch size")
     parser.add_argument(
@@ -387,9 +428,24 @@ def headline(report: dict[str, Any]) -> list[str]:
     """The figures the README quotes, against the targets (issue 41): MFU >= 45% at the best
     microbatch on an H100, GPU self-play >= 20x the 2-core CPU rate."""
     lines = []
-    for side in ("device", "device-compiled"):
+    for side in ("device", "device-compiled", "device-board"):
         for r in report.get("probe", {}).get(side, {}).get("results", []):
             lines.append(f"probe {side:<15} " + describe(r).removeprefix("probe: "))
+            if "host_to_device" in r:
+                lines.append(
+                    f"  its features on the host: {r['host_feature_seconds'] * 1000:.1f} ms a microbatch, "
+                    f"{r['host_to_device']:.2f}x the device's step"
+                )
+    train = report.get("train", {})
+    if isinstance(train, dict) and "device" in train:
+        side = train["device"]
+        gpu = side["gpu_telemetry"] or {}
+        utilisation = gpu.get("utilization_percent_mean")
+        lines.append(
+            f"train on the device: {side['median_step_seconds'] * 1000:.1f} ms a step (median), batch assembly "
+            f"{side['assembly_fraction']:.1%} of the step time, GPU utilisation "
+            + (f"{utilisation:.0f}%" if utilisation is not None else "n/a")
+        )
     if "selfplay" in report and not isinstance(report["selfplay"], Failed):
         rates = {k: v["moves_per_second"] for k, v in report["selfplay"].items() if isinstance(v, dict)}
         cpu = report["selfplay"]["cpu"]["processes"]
@@ -457,7 +513,8 @@ def main(argv: list[str] | None = None) -> int:
 def failed_parts(report: dict[str, Any]) -> dict[str, Failed]:
     """The sections and parts that failed, by name, each with its Failed record."""
     parts = {name: report.get(name) for name in ("probe", "train", "play", "selfplay")}
-    parts["probe device-compiled"] = (report.get("probe") or {}).get("device-compiled")
+    for side in ("device-compiled", "device-board"):
+        parts[f"probe {side}"] = (report.get("probe") or {}).get(side)
     return {name: part for name, part in parts.items() if isinstance(part, Failed)}
 
 

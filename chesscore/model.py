@@ -92,6 +92,8 @@ def tokens_version(config: GPTConfig) -> str:
 CONFIGS: dict[str, GPTConfig] = {
     # 85,940,736 parameters: GPT-2 small with a 128-token vocabulary. For GPUs.
     "baseline": GPTConfig(n_layer=12, n_head=12, n_embd=768),
+    # The baseline that sees the board as demo-board does (move features and the readout): 86,599,680.
+    "baseline-board": GPTConfig(n_layer=12, n_head=12, n_embd=768, move_features=True, board_readout=True),
     # Trains on the embedded sample on 2 CPU cores in minutes.
     "demo": GPTConfig(n_layer=4, n_head=4, n_embd=128),
     # The demo model with move features (chesscore.features): learns faster at the same size.

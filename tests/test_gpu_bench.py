@@ -19,6 +19,7 @@ from tests.training_data import sample_tokens, write_dataset
 
 TINY = (
     *("--device", "cpu", "--model", "tiny", "--micro", "1", "2", "--probe-tokens", "64", "--repeats", "1"),
+    *("--board-model", "demo-board"),
     *("--train-model", "tiny", "--train-steps", "4", "--train-micro", "4", "--no-compile", "--eval-games", "2"),
     *("--selfplay-games", "2", "--selfplay-workers", "2", "--max-plies", "8", "--uci-moves", "3"),
 )
@@ -45,6 +46,11 @@ def test_the_device_check_runs_to_its_end_on_the_cpu(tmp_path, capsys):
     best = max(probe["device"]["results"], key=lambda r: r["useful_tokens_per_second"])["micro_per_rank"]
     compiled = probe["device-compiled"]
     assert compiled["compile"] is True and [r["micro_per_rank"] for r in compiled["results"]] == [best]
+    # The board-reading config at the same size, and the host's time to make its features.
+    (board,) = probe["device-board"]["results"]
+    assert board["micro_per_rank"] == best and probe["device-board"]["parameters"] > probe["device"]["parameters"]
+    step = sum(board["step_seconds"]) / board["timed_steps"]
+    assert board["host_feature_seconds"] > 0 and board["host_to_device"] == board["host_feature_seconds"] / step
     train = report["train"]
     for side in ("device", "cpu"):
         assert [step for step, _ in train[side]["loss_curve"]] == [1, 2, 3, 4]
@@ -64,6 +70,8 @@ def test_the_device_check_runs_to_its_end_on_the_cpu(tmp_path, capsys):
     assert "MFU n/a" in printed and "loss curve (step:nll)" in printed and "ms per move" in printed
     headline = printed.split("== headline")[1]
     assert "probe device-compiled" in headline and "2 workers: " in headline and "on 2 CPU workers" in headline
+    assert "probe device-board" in headline and "its features on the host: " in headline
+    assert "of the step time, GPU utilisation n/a" in headline
     assert "1 process, bf16 weights: " in headline
 
 

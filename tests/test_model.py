@@ -18,6 +18,15 @@ def test_baseline_has_exactly_85_940_736_parameters():
     assert model.lm_head.weight is model.transformer.wte.weight
 
 
+def test_baseline_board_is_the_baseline_with_the_demo_boards_two_embeddings():
+    with torch.device("meta"):
+        model = GPT(CONFIGS["baseline-board"])
+    demo = CONFIGS["demo-board"]
+    assert (model.config.move_features, model.config.board_readout) == (demo.move_features, demo.board_readout)
+    # 26 move-feature ids and 64 squares x 13 codes, each a 768-wide row.
+    assert model.num_parameters() == 85_940_736 + (26 + 64 * 13) * 768 == 86_599_680
+
+
 def test_config_rejects_width_not_divisible_by_heads():
     with pytest.raises(ValueError, match="heads"):
         GPTConfig(n_head=5, n_embd=128)
