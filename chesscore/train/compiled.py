@@ -19,7 +19,10 @@ it back to eager. Two ways out, picked by `pad_to_multiple`:
 The demo-moves and demo-board models replay the board in numpy (chesscore.features). Training
 makes those features with each batch and hands them to forward as tensors, so its compiled
 forward is one graph; a forward given none replays itself at a `torch.compiler.disable`d call,
-one graph break of reason DISABLED per compilation (CompileCount.unexplained lists any other).
+one graph break per compilation. Under torchrun the compiled module is DistributedDataParallel,
+whose own forward dynamo leaves untraced: a few breaks around the model per compilation, and its
+frames compile once per width too. EXPLAINED names these; CompileCount lists any other as
+unexplained.
 """
 
 from __future__ import annotations
@@ -32,8 +35,22 @@ import torch
 import torch._dynamo
 from torch._dynamo.utils import counters
 
-# What torch._dynamo records as the reason of the graph break at a torch.compiler.disable'd call.
-DISABLED = "torch.compiler.disable"
+# The graph breaks a run expects, by a marker in the reason torch._dynamo records: what each is.
+EXPLAINED = {
+    # The feature replay inside a forward that was given no features (chesscore.features).
+    "torch.compiler.disable": "a torch.compiler.disable'd call",
+    # Under torchrun the compiled module is DistributedDataParallel: dynamo does not trace DDP's
+    # own forward (its bucket and logging bookkeeping) and compiles the model it wraps in between
+    # (torch's DDPOptimizer, which splits the graph at the gradient buckets).
+    "_inside_ddp_forward": "DistributedDataParallel's wrapper",
+    "_rebuild_buckets": "DistributedDataParallel's wrapper",
+    "set_runtime_stats_and_log": "DistributedDataParallel's wrapper",
+}
+
+
+def explanation(reason: str) -> str | None:
+    """What a graph break of this (full) reason is, where EXPLAINED knows it."""
+    return next((what for marker, what in EXPLAINED.items() if marker in reason), None)
 
 
 def width_count(pad_to_multiple: int, block_size: int) -> int | None:
@@ -52,10 +69,11 @@ def compile_model(module: torch.nn.Module, pad_to_multiple: int, block_size: int
 
 
 def _breaks() -> Counter:
-    """Graph breaks by the first line of their reason (the rest names objects by address)."""
+    """Graph breaks by (the first line of their reason, its explanation or None): the rest of a
+    reason names objects by address."""
     found: Counter = Counter()
     for reason, n in counters["graph_break"].items():
-        found[str(reason).splitlines()[0].strip()] += int(n)
+        found[(str(reason).splitlines()[0].strip(), explanation(str(reason)))] += int(n)
     return found
 
 
@@ -72,21 +90,32 @@ class CompileCount:
 
     def report(self) -> dict[str, Any]:
         breaks = _breaks() - self.breaks
+        reasons: Counter = Counter()
+        explained: Counter = Counter()
+        unexplained: Counter = Counter()
+        for (reason, what), n in breaks.items():
+            reasons[reason] += n
+            if what is None:
+                unexplained[reason] += n
+            else:
+                explained[what] += n
         return {
             "graphs": int(counters["stats"]["unique_graphs"]) - self.graphs,
             "frames": int(counters["frames"]["ok"]) - self.frames,
             "graph_breaks": sum(breaks.values()),
-            "graph_break_reasons": dict(sorted(breaks.items())),
-            "unexplained_graph_breaks": {r: n for r, n in sorted(breaks.items()) if DISABLED not in r},
+            "graph_break_reasons": dict(sorted(reasons.items())),
+            "explained_graph_breaks": dict(sorted(explained.items())),
+            "unexplained_graph_breaks": dict(sorted(unexplained.items())),
         }
 
 
 def describe(report: dict[str, Any], widths: int | None) -> str:
     """One console line: `train: torch.compile: 3 graphs ...`."""
     bound = f" (at most {widths} batch widths)" if widths else " (dynamic shapes)"
+    explained = ", ".join(f"{n} at {what}" for what, n in report["explained_graph_breaks"].items())
     unexplained = report["unexplained_graph_breaks"]
-    odd = f", {sum(unexplained.values())} not at a torch.compiler.disable'd call: {unexplained}" if unexplained else ""
+    odd = f", {sum(unexplained.values())} not explained: {unexplained}" if unexplained else ""
     return (
         f"train: torch.compile: {report['graphs']} graphs compiled in {report['frames']} frame compilations"
-        f"{bound}; {report['graph_breaks']} graph breaks{odd}"
+        f"{bound}; {report['graph_breaks']} graph breaks{f' ({explained})' if explained else ''}{odd}"
     )
