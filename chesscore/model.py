@@ -171,10 +171,15 @@ class SkillInputs(nn.Module):
                 rows, columns = (positions == slot + 1).nonzero(as_tuple=True)
                 cache.ratings[rows, slot] = idx[rows, columns]
             white, black = cache.ratings[:, 0:1], cache.ratings[:, 1:2]
-        if bool(
-            ((white < RATING_UNKNOWN) | (white > RATING_LAST) | (black < RATING_UNKNOWN) | (black > RATING_LAST)).any()
-        ):
-            raise ValueError("skill inputs need a triples-v2 prefix: a rating token (72..100) at positions 1 and 2")
+        bad = (
+            (white < RATING_UNKNOWN) | (white > RATING_LAST) | (black < RATING_UNKNOWN) | (black > RATING_LAST)
+        ).any()
+        message = "skill inputs need a triples-v2 prefix: a rating token (72..100) at positions 1 and 2"
+        if idx.device.type == "cpu" and not torch.compiler.is_compiling():
+            if bool(bad):
+                raise ValueError(message)
+        else:  # checked on the device: reading `bad` back would wait for the queue, and break a compiled graph
+            torch._assert_async(~bad, message)
         white_moves = (positions - PREFIX_LENGTH).div(3, rounding_mode="floor") % 2 == 0
         mine = torch.where(white_moves, white, black) - RATING_UNKNOWN
         theirs = torch.where(white_moves, black, white) - RATING_UNKNOWN

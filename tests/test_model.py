@@ -8,6 +8,7 @@ import torch
 from chesscore import checkpoint
 from chesscore.model import CONFIGS, GPT, GPTConfig
 from chesscore.tokens import BOS, PREFIX_LENGTH, conditioning_prefix, encode_game
+from chesscore.train.compiled import CompileCount
 from chesscore.train.config import TrainConfig
 
 
@@ -155,3 +156,18 @@ def test_skill_inputs_need_the_prefix():
         TrainConfig(model="tiny", tokens="triples-v1", skill_inputs=True)  # refused, not silently off
     with pytest.raises(ValueError, match="rating token"):
         _skill_model()(torch.tensor([[BOS, 12, 28, 64]]))  # a triples-v1 row
+
+
+@torch.no_grad()
+def test_skill_inputs_compile_without_a_graph_break_and_still_check_the_prefix():
+    """The prefix check runs on the device when compiled (or on a GPU): no host read, no break."""
+    torch._dynamo.reset()
+    model = _skill_model()
+    rows = _v2_rows([(900, 2400), (1500, 1500)])
+    count = CompileCount()
+    compiled = torch.compile(model, dynamic=False)
+    torch.testing.assert_close(compiled(rows), model(rows), atol=1e-5, rtol=1e-5)
+    report = count.report()
+    assert report["graphs"] == 1 and report["graph_breaks"] == 0
+    with pytest.raises(RuntimeError, match="rating token"):
+        compiled(torch.tensor([[BOS, 12, 28, 64] + [12] * (rows.shape[1] - 4)] * 2))  # v1 rows, the same shape
