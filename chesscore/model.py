@@ -76,6 +76,11 @@ class GPTConfig:
         if not isinstance(self.board_readout, bool):
             raise ranges.InvalidSetting(f"board_readout must be true or false, got {self.board_readout!r}")
 
+    @property
+    def replays(self) -> bool:
+        """Whether forward reads the replayed position of every token (chesscore.features)."""
+        return self.move_features or self.board_readout
+
     def to_dict(self) -> dict:
         # Written only when set, so every config without it (and its checkpoints' and runs'
         # identities) reads as before; a saved config without the key loads with the default.
@@ -124,7 +129,7 @@ class KVCache:
         self.values = torch.zeros(shape, device=device, dtype=dtype)
         self.lengths = torch.zeros(batch_size, dtype=torch.long, device=device)
         # Move or board features only: each row's tokens and positions, replayed as they are fed (CPU).
-        self.track = Track(batch_size, self.max_len) if config.move_features or config.board_readout else None
+        self.track = Track(batch_size, self.max_len) if config.replays else None
         # Skill inputs only: each row's white and black rating tokens, recorded as the prefix is fed.
         self.ratings = torch.full((batch_size, 2), RATING_UNKNOWN, dtype=torch.long, device=device)
 
@@ -306,14 +311,11 @@ class GPT(nn.Module):
         parameter = self.lm_head.weight
         return KVCache(self.config, batch_size, parameter.device, parameter.dtype, max_len)
 
-    def uses_features(self) -> bool:
-        return self.config.move_features or self.config.board_readout
-
     def row_features(self, idx: torch.Tensor) -> Features | None:
         """The replayed features (chesscore.features) of whole rows idx (B, T) from BOS, on idx's
         device, for a caller that assembles them with its batch on the host and passes them to
         forward; None for a config without features."""
-        return replayed(idx, board=self.config.board_readout) if self.uses_features() else None
+        return replayed(idx, board=self.config.board_readout) if self.config.replays else None
 
     def forward(
         self, idx: torch.Tensor, cache: KVCache | None = None, features: Features | None = None
@@ -340,7 +342,7 @@ class GPT(nn.Module):
             pos_emb = self.transformer.wpe(positions)
         x = self.transformer.wte(idx) + pos_emb
         square_codes = None
-        if self.uses_features():
+        if self.config.replays:
             if features is None:
                 # One replay serves both, called here (not inside a submodule) so torch.compile
                 # breaks the graph once, at this torch.compiler.disable'd numpy replay.
