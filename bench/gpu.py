@@ -191,7 +191,7 @@ def feature_seconds(games: GameSource, micro: int, board: bool, repeats: int = 3
 
 
 def train_run(
-    args: argparse.Namespace, data: TrainData, device: torch.device, out: Path, compile: bool
+    args: argparse.Namespace, data: TrainData, device: torch.device, out: Path, compile: bool, loader_workers: int
 ) -> tuple[Trainer, dict]:
     config = TrainConfig(
         model=args.train_model,
@@ -202,6 +202,7 @@ def train_run(
         legality_eval_games=8,
         compile=compile,
         pad_to_multiple=args.pad_to_multiple,
+        loader_workers=loader_workers,
         precision=args.precision,
         device=device.type,
         seed=2026,
@@ -216,7 +217,12 @@ def train_section(args: argparse.Namespace, data: TrainData, device: torch.devic
         print(f"\n== train, {name} ({on}): {args.train_model}, {args.train_steps} steps of {args.train_micro} games")
         with cpu_threads(args.cpu_threads if name == "cpu" else None):
             trainer, results = train_run(
-                args, data, on, out / f"train-{name}", compile=args.compile and name == "device"
+                args,
+                data,
+                on,
+                out / f"train-{name}",
+                compile=args.compile and name == "device",
+                loader_workers=args.loader_workers if name == "device" else 0,  # the CPU's cores train
             )
         events = [json.loads(line) for line in (out / f"train-{name}" / "events.jsonl").read_text().splitlines()]
         steps = [e["step_seconds"] for e in events if e["event"] == "train"]
@@ -227,8 +233,10 @@ def train_section(args: argparse.Namespace, data: TrainData, device: torch.devic
             "first_step_seconds": steps[0],
             "median_step_seconds": statistics.median(steps),
             "useful_tokens_per_second": results["throughput"]["useful_tokens_per_second"],
-            # The host's share of the step time spent assembling batches (features included).
+            # The share of the step time the training process spent getting its batches (assembled
+            # there, features included, or waited for from its loader workers) and sending them.
             "assembly_fraction": results["throughput"]["assembly_fraction"],
+            "loader_workers": trainer.spec.config.loader_workers,
             "loss_curve": [[r["step"], r["nll"]] for r in trainer.state.train_log],
             "validation_nll": [h["validation"]["nll"] for h in results["history"]],
             "gpu_telemetry": results.get("gpu_telemetry"),  # nvidia-smi's utilisation while it trained
@@ -389,6 +397,9 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--compile", action=argparse.BooleanOptionalAction, default=True, help="torch.compile the device's run"
+    )
+    parser.add_argument(
+        "--loader-workers", type=int, default=4, help="train.loader_workers of the device's run (the CPU's: 0)"
     )
     parser.add_argument("--eval-games", type=int, default=64, help="games analysed by evaluate")
     parser.add_argument("--selfplay-games", type=int, default=64, help="self-play games at once (a shard)")

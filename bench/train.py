@@ -3,6 +3,7 @@
     python bench/train.py                      # the embedded sample's dataset (dvc repro convert)
     python bench/train.py --dataset DIR --config demo --steps 40 --threads 1
     python bench/train.py --models demo-board --micro 32 --steps 8 --rounds 5   # model configs
+    python bench/train.py --config demo-board --workers 2 --steps 8 --rounds 4  # loader workers
 
 Input: the train split of a converted dataset (default data/dataset, the embedded sample's);
 where that is absent, the one `dvc repro convert` would write, built in a temporary folder
@@ -19,6 +20,10 @@ where that is absent, the one `dvc repro convert` would write, built in a tempor
             config against --baseline (demo-moves), alternating blocks of --steps steps per
             model over --rounds rounds (each round's ratio, then median and range), so
             load on a shared machine hits both alike. Target (issue 42, demo-board): >= 0.7x.
+  workers   with --workers N: the same for --config's model with train.loader_workers N
+            against 0 (chesscore.train.loader), and the share of each block's step time the
+            training process waited for its batches. No target on a CPU, where the workers
+            take cores from the steps; on a GPU the wait is what they remove.
 """
 
 from __future__ import annotations
@@ -78,6 +83,11 @@ def padding(lengths: np.ndarray, micro: int, world: int, pool: int, epochs: int 
     )
 
 
+def reset_totals(trainer: Trainer) -> None:
+    """Zero the run log's throughput totals, so what follows is timed alone."""
+    trainer.log.totals = {key: type(value)() for key, value in trainer.log.totals.items()}
+
+
 def tokens_per_second(data: TrainData, config: TrainConfig, steps: int) -> tuple[float, float, float]:
     """(useful/s, padded/s, useful per CPU second) over `steps` real steps after 3 warm-up
     steps. CPU time (all threads) is what a shared machine cannot inflate."""
@@ -86,7 +96,7 @@ def tokens_per_second(data: TrainData, config: TrainConfig, steps: int) -> tuple
         bar = tqdm(disable=True)
         for _ in range(3):
             trainer.train_step(bar)
-        trainer.log.totals = {"useful": 0.0, "padded": 0.0, "seconds": 0.0, "updates": 0}
+        reset_totals(trainer)
         cpu = time.process_time()
         for _ in range(steps):
             trainer.train_step(bar)
@@ -95,37 +105,54 @@ def tokens_per_second(data: TrainData, config: TrainConfig, steps: int) -> tuple
         return t["useful"] / t["seconds"], t["padded"] / t["seconds"], t["useful"] / cpu
 
 
-def compare_models(data: TrainData, names: list[str], baseline: str, micro: int, steps: int, rounds: int) -> None:
-    """Useful tokens/s of each model config against the baseline, alternating blocks of steps."""
+def compare(
+    data: TrainData, variants: dict[str, TrainConfig], baseline: str, steps: int, rounds: int, target: float | None
+) -> None:
+    """Useful tokens/s (and the share of step time spent waiting for batches) of each variant
+    against the baseline variant, alternating blocks of the same steps over `rounds` rounds."""
     bar = tqdm(disable=True)
     with tempfile.TemporaryDirectory() as output:
         trainers = {}
-        for name in [baseline, *names]:
-            config = TrainConfig(model=name, micro=micro, epochs=1, seed=2026)
-            trainers[name] = Trainer(*open_run(config, data, Path(output) / name, setup("cpu"), resume="none"))
+        for n, (name, config) in enumerate(variants.items()):
+            trainers[name] = Trainer(*open_run(config, data, Path(output) / str(n), setup("cpu"), resume="none"))
             for _ in range(3):  # warm-up
                 trainers[name].train_step(bar)
         rates: dict[str, list[float]] = {name: [] for name in trainers}
         for round_ in range(rounds):
+            waits = {}
             for name, trainer in trainers.items():
-                # The same plan positions in every round and model: the same batches are timed.
-                trainer.state.next_step = 3
-                trainer.log.totals = {"useful": 0.0, "padded": 0.0, "seconds": 0.0, "updates": 0}
+                # Each round times the next block of the plan, which no variant changes (it is a
+                # function of the lengths, seed and micro): every variant trains on the same batches,
+                # and a loader's workers live on across rounds, as they do across a run's steps.
+                reset_totals(trainer)
                 for _ in range(steps):
                     trainer.train_step(bar)
-                rates[name].append(trainer.log.totals["useful"] / trainer.log.totals["seconds"])
+                totals = trainer.log.totals
+                rates[name].append(totals["useful"] / totals["seconds"])
+                waits[name] = totals["assembly_seconds"] / totals["seconds"]
             print(
                 f"  round {round_ + 1}: "
-                + "  ".join(f"{name} {rates[name][-1]:7.0f}/s" for name in trainers)
+                + "  ".join(f"{name} {rates[name][-1]:7.0f}/s (waits {waits[name]:.1%})" for name in trainers)
                 + "  "
-                + "  ".join(f"{name}/{baseline} {rates[name][-1] / rates[baseline][-1]:.2f}x" for name in names)
+                + "  ".join(
+                    f"{name}/{baseline} {rates[name][-1] / rates[baseline][-1]:.2f}x"
+                    for name in trainers
+                    if name != baseline
+                )
             )
-        for name in names:
+        trainers.clear()  # their loaders' workers stop
+        for name in variants:
+            if name == baseline:
+                continue
             ratios = np.array(rates[name]) / np.array(rates[baseline])
-            verdict = "ok" if np.median(ratios) >= 0.7 else "BELOW TARGET"
+            verdict = (
+                ""
+                if target is None
+                else f"; target >= {target}x: " + ("ok" if np.median(ratios) >= target else "BELOW TARGET")
+            )
             print(
                 f"  -> {name}: {np.median(ratios):.2f}x the useful tokens/s of {baseline} (baseline), median of "
-                f"{rounds} rounds, range {ratios.min():.2f}-{ratios.max():.2f}; target >= 0.7x: {verdict}"
+                f"{rounds} rounds, range {ratios.min():.2f}-{ratios.max():.2f}{verdict}"
             )
 
 
@@ -140,7 +167,10 @@ def main() -> int:
     )
     parser.add_argument("--models", default="", help="comma-separated model configs to time against --baseline")
     parser.add_argument("--baseline", default="demo-moves", help="the model config --models are compared with")
-    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds of --models")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds of --models or --workers")
+    parser.add_argument(
+        "--workers", type=int, default=0, help="time train.loader_workers=N against 0 with --config's model"
+    )
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -153,9 +183,21 @@ def measure(args: argparse.Namespace, data: TrainData, source: str) -> int:
     print(f"input: {source}; tokens per game: median {int(np.median(lengths))}, max {int(lengths.max())}")
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
     if args.models:
-        names = args.models.split(",")
+        names = [args.baseline, *args.models.split(",")]
         print(f"\nuseful tokens/s against {args.baseline}, {args.micro} games per step, {args.steps} steps per block")
-        compare_models(data, names, args.baseline, args.micro, args.steps, args.rounds)
+        variants = {name: TrainConfig(model=name, micro=args.micro, epochs=1, seed=2026) for name in names}
+        compare(data, variants, args.baseline, args.steps, args.rounds, target=0.7)
+        return 0
+    if args.workers:
+        print(
+            f"\nuseful tokens/s of {args.config}, microbatches assembled by {args.workers} loader workers against "
+            f"none (the training process itself), {args.micro} games per step, {args.steps} steps per block"
+        )
+        variants = {
+            f"{n} workers": TrainConfig(model=args.config, micro=args.micro, epochs=1, seed=2026, loader_workers=n)
+            for n in (0, args.workers)
+        }
+        compare(data, variants, "0 workers", args.steps, args.rounds, target=None)
         return 0
     print("\npadded share of target positions (3 epochs)")
     for micro, world in ((16, 1), (8, 2)):

@@ -111,6 +111,13 @@ CONFIGS: dict[str, GPTConfig] = {
 }
 
 
+def row_features(config: GPTConfig, idx: torch.Tensor) -> Features | None:
+    """The replayed features (chesscore.features) of whole rows idx (B, T) from BOS, on idx's
+    device, for a caller that assembles them with its batch on the host and passes them to a
+    forward of this config; None for a config without features."""
+    return replayed(idx, board=config.board_readout) if config.replays else None
+
+
 class KVCache:
     """Keys and values of every layer for a batch of rows, with a length per row."""
 
@@ -312,10 +319,8 @@ class GPT(nn.Module):
         return KVCache(self.config, batch_size, parameter.device, parameter.dtype, max_len)
 
     def row_features(self, idx: torch.Tensor) -> Features | None:
-        """The replayed features (chesscore.features) of whole rows idx (B, T) from BOS, on idx's
-        device, for a caller that assembles them with its batch on the host and passes them to
-        forward; None for a config without features."""
-        return replayed(idx, board=self.config.board_readout) if self.config.replays else None
+        """row_features(self.config, idx)."""
+        return row_features(self.config, idx)
 
     def forward(
         self, idx: torch.Tensor, cache: KVCache | None = None, features: Features | None = None

@@ -20,7 +20,8 @@ from tests.training_data import sample_tokens, write_dataset
 TINY = (
     *("--device", "cpu", "--model", "tiny", "--micro", "1", "2", "--probe-tokens", "64", "--repeats", "1"),
     *("--board-model", "demo-board"),
-    *("--train-model", "tiny", "--train-steps", "4", "--train-micro", "4", "--no-compile", "--eval-games", "2"),
+    *("--train-model", "tiny", "--train-steps", "4", "--train-micro", "4", "--no-compile", "--loader-workers", "1"),
+    *("--eval-games", "2"),
     *("--selfplay-games", "2", "--selfplay-workers", "2", "--max-plies", "8", "--uci-moves", "3"),
 )
 
@@ -56,7 +57,9 @@ def test_the_device_check_runs_to_its_end_on_the_cpu(tmp_path, capsys):
         assert [step for step, _ in train[side]["loss_curve"]] == [1, 2, 3, 4]
         assert train[side]["precision"] == "bf16-autocast, fp32 weights" and train[side]["compile"] is None
         assert train[side]["gpu_telemetry"] is None  # no GPU: nothing sampled (tests/train/test_telemetry.py)
-    # Both sides on the CPU, eager: the same work gives the same losses, to the bit.
+    # Both sides on the CPU, eager: the same work gives the same losses, to the bit, though the
+    # device side's batches come from a loader worker and the CPU side's from the process itself.
+    assert (train["device"]["loader_workers"], train["cpu"]["loader_workers"]) == (1, 0)
     assert train["max_loss_difference"] == 0.0
     assert report["evaluate"]["device"]["positions"] == report["evaluate"]["cpu"]["positions"] > 0
     selfplay = report["selfplay"]

@@ -8,7 +8,8 @@ Modules: `config` (every knob, and the run identity that decides a resume), `run
 the last.pt it resumes from; a finished run's no-op), `trainer` (the loop), `checkpoints` (last.pt
 and best.pt), `validation` (validating during training), `runlog` (what the loop reports),
 `state` (checkpoint payloads, resume rules), `data` (the verified dataset for this rank),
-`batching` (length-bucketed microbatches), `optim` (AdamW, warmup + cosine), `metrics`
+`batching` (length-bucketed microbatches), `loader` (microbatches assembled ahead, by worker
+processes where asked), `optim` (AdamW, warmup + cosine), `metrics`
 (teacher-forced NLL, accuracy, legality), `deadline` (time budgets, job deadlines), `distributed`
 (torch.distributed set-up), `report` (events, results, metrics and plots), `probe` (step time
 and memory per microbatch size).

@@ -73,6 +73,9 @@ class TrainConfig:
     # Padded to `micro` rows as well, so a compiled model meets a bounded set of shapes
     # (chesscore.train.compiled); 0 leaves batches as they are (a compiled model: dynamic shapes).
     pad_to_multiple: int = 0  # pad batch widths to a multiple of this many tokens (capped at the context)
+    # Processes that assemble the next microbatches (collate, padding, board features) while the
+    # device trains (chesscore.train.loader); the batches are the same bytes with any number.
+    loader_workers: int = 0  # 0: the training process assembles each microbatch itself
     precision: Literal["auto", "fp32", "bf16"] = "auto"  # auto: bf16 autocast on CUDA, fp32 on CPU; weights stay fp32
     device: Literal["auto", "cpu", "cuda"] = "auto"  # auto: cuda when present
     telemetry_seconds: float = 5.0  # nvidia-smi sampling period, where nvidia-smi exists
@@ -93,7 +96,7 @@ class TrainConfig:
                 "legality_eval_games",
                 "validation_micro",
             ),
-            whole=("seed", "warmup_steps", "pad_to_multiple"),
+            whole=("seed", "warmup_steps", "pad_to_multiple", "loader_workers"),
             positive=("max_seconds", "telemetry_seconds"),
             non_negative=("deadline_margin_seconds", "min_delta"),
             fraction=("unknown_fraction", "field_unknown_fraction"),
@@ -139,6 +142,7 @@ NOT_IN_IDENTITY = frozenset(
         "log_every_steps",
         "device",
         "telemetry_seconds",
+        "loader_workers",
     }
 )
 

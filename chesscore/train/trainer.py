@@ -17,13 +17,15 @@ best validated model while the run waits, and the resumed run puts the scheduled
 (SCHEDULED_BEST) and goes on as if never stopped, to the bytes of an uninterrupted run.
 
 Kept apart: checkpoints (chesscore.train.checkpoints), validation (chesscore.train.validation),
-what the loop reports (chesscore.train.runlog).
+what the loop reports (chesscore.train.runlog), the assembly of each step's microbatches, ahead
+of the step where train.loader_workers asks (chesscore.train.loader).
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,23 +36,14 @@ from torch.nn.parallel import DistributedDataParallel
 
 from chesscore.model import GPT, GPTConfig
 from chesscore.runtime.seeds import derive_seed
-from chesscore.tokens import PAD
-from chesscore.train.batching import (
-    IGNORE,
-    collate,
-    device_inputs,
-    dummy_batch,
-    epoch_plan,
-    pad_to_width,
-    rank_share,
-    to_device,
-)
+from chesscore.train.batching import IGNORE, epoch_plan
 from chesscore.train.checkpoints import SCHEDULED_BEST, Checkpoints
 from chesscore.train.compiled import CompileCount, compile_model
 from chesscore.train.config import TrainConfig
 from chesscore.train.data import TrainData
 from chesscore.train.deadline import Budget, Deadline
 from chesscore.train.distributed import DistEnv
+from chesscore.train.loader import Assembly, Microbatch, microbatches
 from chesscore.train.optim import adamw, clip_gradients, warmup_cosine
 from chesscore.train.report import EventLog
 from chesscore.train.run import RunSpec, finished_run, open_run
@@ -130,6 +123,17 @@ class Trainer:
         self.log = RunLog(spec, events)
         self.budget = Budget(config.max_seconds)
         self._plan: tuple[int, list] | None = None
+        self.assembly = Assembly(
+            spec.data.train,
+            spec.lengths,
+            spec.model_config,
+            env.rank,
+            env.world_size,
+            micro=config.micro,
+            pad_to_multiple=config.pad_to_multiple,
+        )
+        # The microbatches being assembled ahead, and the (epoch, step) their next one belongs to.
+        self._ahead: tuple[tuple[int, int], Iterator[Microbatch]] | None = None
 
     def run(self) -> dict[str, Any]:
         """Train until a stop; results.json's and run.json's content."""
@@ -154,6 +158,7 @@ class Trainer:
                 if status is not None:
                     break
                 self.train_step(bar)
+            self.close_loader()
             if status == "deadline_soft_stop" and not self.state.validation_due and not self.validated_at_this_step():
                 deadline_validation = self.validator.at_deadline(self.state)
         self.checkpoints.save(self.state, improved=False, status=status)
@@ -172,7 +177,7 @@ class Trainer:
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         started = time.perf_counter()
-        loss_sum, useful, padded, assembly = self.forward_backward(step_batches)
+        loss_sum, useful, padded, assembly = self.forward_backward(step_batches, self.step_microbatches())
         lr = self.scheduler.get_last_lr()[0]
         norm = clip_gradients(self.model, config.optim.grad_clip, state.step)
         self.optimizer.step()
@@ -198,42 +203,55 @@ class Trainer:
             grad_norm=norm,
         )
 
-    def forward_backward(self, step_batches: list[np.ndarray]) -> tuple[torch.Tensor, int, int, float]:
+    def forward_backward(
+        self, step_batches: list[np.ndarray], assembled: Iterator[Microbatch]
+    ) -> tuple[torch.Tensor, int, int, float]:
         """Gradients of one step's microbatches (DDP syncs at the last); the summed loss, this
-        rank's useful and padded target counts, and the seconds the host spent assembling the
-        batches (on a GPU that overlaps the device's work queued before: a share of the step time
-        near 1 means the host, not the device, sets the pace)."""
-        env, config, lengths = self.spec.env, self.spec.config, self.spec.lengths
+        rank's useful and padded target counts, and the seconds the host spent waiting for the
+        batches to be assembled and sent (on a GPU that overlaps the device's work queued before:
+        a share of the step time near 1 means the host, not the device, sets the pace)."""
+        env, lengths = self.spec.env, self.spec.lengths
         # Every rank knows every game's length, so the global target count needs no collective:
         # each rank's loss is scaled so DDP's gradient average is the mean over all targets.
         scale = env.world_size / sum(int((lengths[b] - 1).sum()) for b in step_batches)
         loss_sum = torch.zeros((), device=env.device)
         useful = padded = 0
         assembly = 0.0
-        for index, batch in enumerate(step_batches):
+        for index in range(len(step_batches)):
             assembling = time.perf_counter()
-            share = rank_share(batch, env.rank, env.world_size)
-            inputs, targets = collate(self.spec.data.train.batch(share, pad=PAD)) if len(share) else dummy_batch()
-            if config.pad_to_multiple:  # a bounded set of shapes for a compiled model (padding counted)
-                inputs, targets = pad_to_width(
-                    inputs, targets, config.pad_to_multiple, self.spec.model_config.block_size, rows=config.micro
-                )
-            useful += int(lengths[share].sum() - len(share))
-            padded += targets.numel() if len(share) else 0
-            inputs, features = device_inputs(self.model, inputs, env.device)
-            targets = to_device(targets, env.device)
+            batch = next(assembled).to(env.device)
             assembly += time.perf_counter() - assembling
+            useful, padded = useful + batch.useful, padded + batch.padded
             last = index == len(step_batches) - 1
             sync = contextlib.nullcontext() if last or self.ddp is None else self.ddp.no_sync()
             with sync:
                 with torch.autocast(env.device.type, dtype=torch.bfloat16, enabled=self.spec.bf16):
-                    logits = self.forward(inputs, features=features)
+                    logits = self.forward(batch.inputs, features=batch.features)
                 loss = F.cross_entropy(
-                    logits.float().flatten(0, 1), targets.flatten(), ignore_index=IGNORE, reduction="sum"
+                    logits.float().flatten(0, 1), batch.targets.flatten(), ignore_index=IGNORE, reduction="sum"
                 )
                 (loss * scale).backward()
             loss_sum += loss.detach()
         return loss_sum, useful, padded, assembly
+
+    def step_microbatches(self) -> Iterator[Microbatch]:
+        """The assembled microbatches of the cursor's step: those made ahead when the cursor
+        follows on from the last step, else (a new epoch, a resume) a new loader's from here."""
+        state, config = self.state, self.spec.config
+        cursor = (state.epoch, state.next_step)
+        if self._ahead is None or self._ahead[0] != cursor:
+            self.close_loader()
+            loader = microbatches(
+                self.assembly, self.plan(), state.next_step, config.loader_workers, self.spec.env.device.type == "cuda"
+            )
+            self._ahead = (cursor, loader)
+        loader = self._ahead[1]
+        self._ahead = ((state.epoch, state.next_step + 1), loader)
+        return loader
+
+    def close_loader(self) -> None:
+        """Drops the loader made ahead: its iterator stops its workers (if any) as it goes."""
+        self._ahead = None
 
     def stop_reason(self) -> str | None:
         status = terminal_status(self.state, self.spec.config)

@@ -116,9 +116,10 @@ def test_two_gloo_ranks_match_one_process_with_the_same_global_batch(dataset, si
 @pytest.mark.slow
 def test_two_gloo_ranks_compiled_break_the_graph_only_at_ddps_own_wrapper(dataset, tmp_path):
     """The GPU profile under torchrun: DistributedDataParallel compiled, the model seeing the
-    board (its features made with the batch go through DDP's forward as a dataclass)."""
+    board (its features made with the batch, by a loader worker per rank, go through DDP's
+    forward as a dataclass)."""
     output = tmp_path / "train"
-    flags = ("--model", "demo-board", "--micro", "4", "--accum", "2", "--max-updates", "3")
+    flags = ("--model", "demo-board", "--micro", "4", "--accum", "2", "--max-updates", "3", "--loader-workers", "1")
     done = stage(dataset, output, *flags, "--compile", "--pad-to-multiple", "64", ranks=2)
     report = json.loads((output / "run.json").read_text())["compile"]
     assert json.loads((output / "results.json").read_text())["status"] == "max_updates"
@@ -140,7 +141,8 @@ def run_until_validation(process: subprocess.Popen, output: Path, step: int) -> 
 @pytest.mark.slow
 def test_sigterm_is_a_soft_stop_that_saves_and_asks_for_a_rerun(dataset, tmp_path):
     output = tmp_path / "train"
-    process = stage(dataset, output, "--micro", "8", wait=False)
+    # With loader workers, forked with the stage's SIGTERM handler: the stop is still the parent's.
+    process = stage(dataset, output, "--micro", "8", "--loader-workers", "2", wait=False)
     try:
         run_until_validation(process, output, 4)
         process.send_signal(signal.SIGTERM)
