@@ -140,7 +140,6 @@ def compare(
                     if name != baseline
                 )
             )
-        trainers.clear()  # their loaders' workers stop
         for name in variants:
             if name == baseline:
                 continue
