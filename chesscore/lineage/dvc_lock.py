@@ -8,7 +8,9 @@ which inputs, code and params, with which hashes. No DVC import (chesscore stays
 Both dvc.lock and params.yaml are read as YAML 1.2, as DVC reads them (PyYAML's YAML 1.1 would
 read a `1e-05` that DVC wrote as a string). DVC 3 hashes a file as the md5 of its bytes, and a
 folder as the md5 of a JSON listing of its files' md5s (sorted by relative path) with ".dir"
-appended; `dvc_md5` recomputes both.
+appended; `dvc_md5` recomputes both. A folder's listing leaves out what the repository's
+`.dvcignore` files ignore (the bytecode caches in the code folders), read with pathspec's
+gitignore rules as DVC reads them: a pattern is relative to the folder of its `.dvcignore`.
 """
 
 from __future__ import annotations
@@ -17,9 +19,12 @@ import functools
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+import pathspec
 
 from chesscore.fileio import load_yaml
 
@@ -46,16 +51,41 @@ def dvc_md5(path: Path) -> str | None:
         return file_digest(path)
     if not path.is_dir():
         return None
+    ignored = _ignore_rules(path)
     entries = sorted(
         (
             {"md5": file_digest(file), "relpath": file.relative_to(path).as_posix()}
             for file in path.rglob("*")
-            if file.is_file()
+            if file.is_file() and not ignored(file)
         ),
         key=lambda entry: entry["relpath"],
     )
     listing = json.dumps(entries, sort_keys=True).encode("utf-8")
     return hashlib.md5(listing).hexdigest() + ".dir"
+
+
+def _ignore_rules(folder: Path) -> Callable[[Path], bool]:
+    """Whether a file under `folder` is one DVC ignores: a match of any `.dvcignore` from the
+    repository's root (the nearest folder above that holds `.dvc/`) down to the file."""
+    folder = folder.resolve()
+    root = next((p for p in (folder, *folder.parents) if (p / ".dvc").is_dir()), None)
+    if root is None:
+        return lambda file: False
+
+    @functools.cache
+    def rules(directory: Path) -> pathspec.PathSpec | None:
+        file = directory / ".dvcignore"
+        return pathspec.GitIgnoreSpec.from_lines(file.read_text().splitlines()) if file.is_file() else None
+
+    def ignored(file: Path) -> bool:
+        file = file.resolve()
+        for directory in (d for d in reversed(file.parents) if d == root or root in d.parents):
+            spec = rules(directory)
+            if spec is not None and spec.match_file(file.relative_to(directory).as_posix()):
+                return True
+        return False
+
+    return ignored
 
 
 def _inside(path: str, folder: str) -> bool:
