@@ -46,7 +46,7 @@ PRECISIONS = ("auto", "fp32", "bf16")
 
 @dataclass(frozen=True)
 class TrainConfig:
-    model: str = "demo-moves"  # name of the model config in chesscore.model.CONFIGS
+    model: str = "demo-board"  # name of the model config in chesscore.model.CONFIGS
     tokens: Literal["triples-v1", "triples-v2"] = "triples-v2"  # triples-v2: condition on ratings and time control
     unknown_fraction: float = 0.1  # triples-v2: share of train games (seeded) read with the "unknown" prefix
     field_unknown_fraction: float = 0.2  # triples-v2: and per field, the share read with that field alone unknown
