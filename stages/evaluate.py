@@ -38,8 +38,9 @@ from chesscore.config import flat
 from chesscore.data import dataset
 from chesscore.eval.conditioning import conditioning_matrix
 from chesscore.eval.evaluate import EvalConfig, check_dataset, evaluate, sample_test_games
-from chesscore.eval.human import HumanConfig, human_eval, real_game_files
+from chesscore.eval.human import HumanConfig, human_eval
 from chesscore.eval.human import headline as human_headline
+from chesscore.eval.real_games import real_game_files
 from chesscore.eval.report import RECORD, write_dvc_files, write_outputs
 from chesscore.fileio import sha256_file, sha256_json
 from chesscore.model import pick_device

@@ -11,10 +11,12 @@ played, beside two baselines measured in the same run on the same positions.
 - the uniform random mover: its expected top-1 is 1 / (legal moves), top-k min(k, n) / n.
 
 The real games (data/real: 999 games of the 2021-10 Lichess dump, CC0) never enter a
-dataset's splits. Each is put in one half by a keyed hash of its Site id: `validation`, for
-choosing settings and checkpoints, and `evaluation`, which nothing is tuned on; the evaluate
-stage reports the evaluation half. Games that are not standard chess from the start position,
-have no moves, or have a BOT player are skipped and counted by reason. Intervals are 95%
+dataset's splits. Each is put in one half by a keyed hash of its Site id
+(chesscore.eval.real_games, which reads them and can write the validation half out for
+training): `validation`, for choosing settings and checkpoints, and `evaluation`, which nothing
+is trained or tuned on; the evaluate stage reports the evaluation half. Games that are not
+standard chess from the start position, have no moves, or have a BOT player are skipped and
+counted by reason. Intervals are 95%
 percentile bootstraps over games (positions of one game are not independent), with a fixed
 seed; `model_minus_stockfish` is the paired difference of top-1 on the same positions.
 """
@@ -22,7 +24,6 @@ seed; `model_minus_stockfish` is the paired difference of top-1 on the same posi
 from __future__ import annotations
 
 import argparse
-import io
 import os
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -32,23 +33,18 @@ from typing import Any
 
 import chess
 import chess.engine
-import chess.pgn
 import numpy as np
 import torch
 
-from chesscore import failures, ranges
+from chesscore import ranges
 from chesscore.conditioning import prefix_of, with_prefix
 from chesscore.eval.evaluate import PHASE_NAMES, EvalConfig, phase_of
 from chesscore.eval.moves import analyse_games
-from chesscore.fileio import sha256_bytes, sha256_file
+from chesscore.eval.real_games import HALVES, RealGame, choose, half_of, read_real_games
 from chesscore.model import GPT
-from chesscore.pgn import inputs as pgn_input
-from chesscore.pgn import meta as pgn_meta
 from chesscore.play.engine import find_stockfish
-from chesscore.tokens import encode_game
 from chesscore.train.batching import eval_batches
 
-HALVES = ("validation", "evaluation")
 MEASURERS = ("model", "stockfish", "random")
 
 
@@ -63,85 +59,6 @@ class HumanConfig:
         ranges.check(self, whole=("human_games",), counts=("stockfish_depth", "bootstrap"))
         if list(self.human_rating_bands) != sorted(set(self.human_rating_bands)):
             raise ValueError(f"human_rating_bands must rise, got {list(self.human_rating_bands)}")
-
-
-@dataclass(frozen=True)
-class RealGame:
-    game_id: str
-    tokens: np.ndarray  # triples-v1: BOS, a triple per move, EOS
-    moves: tuple[chess.Move, ...]  # the same moves, for the engine and the legal-move counts
-    meta: dict[str, Any]  # white_elo, black_elo, time_control_class, plies (as a dataset's rows)
-
-
-def half_of(game_id: str) -> str:
-    """The half a real game belongs to, fixed by its id alone."""
-    return HALVES[int(sha256_bytes(f"real-games-half:{game_id}".encode())[:8], 16) % 2]
-
-
-def real_game_files(path: str | os.PathLike) -> list[dict[str, str]]:
-    """Path and sha256 of every PGN file at `path` (a file or a folder), in read order."""
-    files = pgn_input.find_inputs([path])
-    if not files:
-        raise failures.BadInput(f"{path}: no PGN file (.pgn, .pgn.zst, .pgn.gz, .pgn.bz2) there")
-    return [{"path": str(f), "sha256": sha256_file(f)} for f in files]
-
-
-def read_real_games(path: str | os.PathLike) -> tuple[list[RealGame], dict[str, Any]]:
-    """Every usable game of the PGN files at `path` (a file or a folder, any compression the
-    validate stage reads), in file order, and what was read and skipped (by reason)."""
-    files = real_game_files(path)
-    games, skipped, read = [], Counter(), 0
-    for file in files:
-        text = io.StringIO(
-            b"".join(pgn_input.read_blocks(Path(file["path"]))).decode("utf-8", errors="replace")
-        )  # names only
-        while (game := chess.pgn.read_game(text)) is not None:
-            read += 1
-            reason, real = _real_game(game)
-            if reason:
-                skipped[reason] += 1
-            else:
-                games.append(real)
-    source = {
-        "files": files,
-        "games_read": read,
-        "games_kept": len(games),
-        "skipped": dict(sorted(skipped.items())),
-    }
-    return games, source
-
-
-def _real_game(game: chess.pgn.Game) -> tuple[str | None, RealGame | None]:
-    headers = dict(game.headers)
-    if game.errors:
-        return "unparsable", None
-    if "FEN" in headers or headers.get("Variant", "Standard") not in ("Standard", "standard"):
-        return "not_standard", None
-    if pgn_meta.is_bot(headers):
-        return "bot", None
-    game_id = pgn_meta.lichess_id(headers)
-    if game_id is None:
-        return "no_id", None
-    moves = list(game.mainline_moves())
-    if not moves:
-        return "no_moves", None
-    meta = {
-        "game_id": game_id,
-        "white_elo": pgn_meta.rating(headers.get("WhiteElo")),
-        "black_elo": pgn_meta.rating(headers.get("BlackElo")),
-        "time_control_class": pgn_meta.time_control_class(headers.get("TimeControl")),
-        "plies": len(moves),
-    }
-    return None, RealGame(game_id, np.array(encode_game(moves), dtype=np.uint8), tuple(moves), meta)
-
-
-def choose(games: Sequence[RealGame], half: str, n: int | None, seed: int = 0) -> list[RealGame]:
-    """The half's n games of smallest sha256(seed:id) (all when n is None), in that order."""
-    if half not in HALVES:
-        raise ValueError(f"half must be one of {HALVES}, got {half!r}")
-    mine = [g for g in games if half_of(g.game_id) == half]
-    mine.sort(key=lambda g: sha256_bytes(f"{seed}:{g.game_id}".encode()))
-    return mine if n is None else mine[:n]
 
 
 def model_ranks(model: GPT, games: Sequence[RealGame], top_k: int, batch_size: int) -> list[list[int | None]]:

@@ -12,17 +12,8 @@ import torch
 import yaml
 
 from chesscore.eval.evaluate import EvalConfig
-from chesscore.eval.human import (
-    HALVES,
-    HumanConfig,
-    band_of,
-    bands,
-    choose,
-    half_of,
-    human_eval,
-    measure,
-    read_real_games,
-)
+from chesscore.eval.human import HumanConfig, band_of, bands, human_eval, measure
+from chesscore.eval.real_games import HALVES, choose, half_of, read_real_games
 from chesscore.model import CONFIGS, GPT
 from chesscore.pgn.inputs import find_inputs
 from chesscore.play.engine import find_stockfish
