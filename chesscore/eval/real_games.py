@@ -143,7 +143,7 @@ def write_half(path: str | os.PathLike, half: str, out: str | os.PathLike) -> di
 
     def write(f: Any) -> None:
         for text, reason, real in _each_game(files):
-            if reason or real is None:
+            if real is None:  # skipped, for `reason`
                 counts[f"skipped:{reason}"] += 1
             elif half_of(real.game_id) != half:
                 counts["other_half"] += 1

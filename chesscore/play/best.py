@@ -30,8 +30,9 @@ Move = tuple[int, int, int]
 
 
 def _log_softmax(logits: torch.Tensor, tokens: Sequence[int]) -> dict[int, float]:
+    """Log-probabilities of `tokens`, renormalised over them, from one row of host logits."""
     index = torch.as_tensor(sorted(tokens), dtype=torch.long)
-    return dict(zip(index.tolist(), torch.log_softmax(logits.float().cpu()[index], dim=0).tolist()))
+    return dict(zip(index.tolist(), torch.log_softmax(logits[index], dim=0).tolist()))
 
 
 def _children(prefix: tuple[int, ...], legal: list[Move]) -> set[int]:
@@ -59,11 +60,14 @@ def ranked_moves(
     likely first, each with its log-probability (UCI MultiPV). Players are left as they were."""
     legal: dict[int, list[Move]] = {}
     heaps: dict[int, list[tuple[float, tuple[int, ...]]]] = {}
+    # Logits come to the host once per player and round, not once per game: on a GPU each
+    # copy is a sync, and the search reads many rows of each.
+    host = [player.logits.float().cpu() for player in players]
     for g, moves in enumerate(candidates):
         if not moves:
             continue
         legal[g] = [tuple(encode_move(move)) for move in moves]
-        sources = _log_softmax(players[movers[g]].logits[g], _children((), legal[g]))
+        sources = _log_softmax(host[movers[g]][g], _children((), legal[g]))
         heaps[g] = [(-lp, (source,)) for source, lp in sources.items()]
         heapq.heapify(heaps[g])
     chosen: dict[int, list[tuple[Move, float]]] = {g: [] for g in heaps}
@@ -86,7 +90,7 @@ def ranked_moves(
                 continue
             expand.setdefault((movers[g], len(prefix)), []).append((g, -cost, prefix))
         for (mover, length), rows in expand.items():
-            logits = _branch(players[mover], rows, length)
+            logits = _branch(players[mover], rows, length).float().cpu()
             for g, lp, prefix in rows:
                 for token, step in _log_softmax(logits[g], _children(prefix, legal[g])).items():
                     heapq.heappush(heaps[g], (-(lp + step), (*prefix, token)))

@@ -88,9 +88,9 @@ class ModelTable:
 
     def observe(self, games: Sequence[Game | None]) -> None:
         tokens = torch.full((len(games), 3), PAD, dtype=torch.long)
-        for row, game in enumerate(games):
-            if game is not None:
-                tokens[row] = torch.tensor(encode_move(game.state.board.peek()))
+        rows = [row for row, game in enumerate(games) if game is not None]
+        if rows:  # one tensor for every game's move, not one per game
+            tokens[rows] = torch.tensor([encode_move(games[row].state.board.peek()) for row in rows])
         moved = torch.tensor([game is not None for game in games])
         for player in self.players:
             player.feed(tokens, moved)

@@ -175,18 +175,29 @@ def choose_moves(
     best = None
     if sampler.temperature == 0:
         best = best_moves([s.legal_moves() if s is not None else None for s in states], players, movers)
+    # Each row's mover, as indices on the players' device: one indexing op gathers the logits
+    # whatever the number of games (a GPU would otherwise launch a kernel per game and token).
+    device = players[0].device
+    index = torch.tensor(rows, dtype=torch.long, device=device)
+    who = torch.tensor([movers[g] for g in rows], dtype=torch.long, device=device)
     for step in range(3):  # source, destination, promotion
         tokens = torch.full((n_games, 1), PAD, dtype=torch.long)
         legal = torch.from_numpy(np.stack([play_mask(states[g]) for g in rows]))
-        logits = torch.stack([players[movers[g]].logits[g] for g in rows])
-        chosen, was_illegal = sampler.pick(logits, legal)
+        chosen, was_illegal = sampler.pick(_mover_logits(players, who, index), legal)
         if best is not None:
             chosen = torch.tensor([best[g][step] for g in rows])
-        for i, g in enumerate(rows):
-            states[g].feed(int(chosen[i]))
-            tokens[g, 0] = chosen[i]
-            illegal[g] |= bool(was_illegal[i])
+        tokens[rows, 0] = chosen
+        for g, token, flag in zip(rows, chosen.tolist(), was_illegal.tolist()):
+            states[g].feed(token)
+            illegal[g] |= flag
         for player in players:
             player.feed(tokens, live)
     moves = [s.board.peek() if s is not None else None for s in states]
     return moves, illegal
+
+
+def _mover_logits(players: Sequence[ModelPlayer], who: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """The next-token logits (len(index), vocab) of rows `index`, each from player who[i]."""
+    if len(players) == 1:
+        return players[0].logits[index]
+    return torch.stack([player.logits for player in players])[who, index]

@@ -49,7 +49,7 @@ def outcome_reward(record: GameRecord, white: bool) -> float:
 def shaped_reward(scale_cp: float) -> Reward:
     """The outcome, except that a draw the judge scored (at the ply cap, or by its draw rule)
     earns its score as an expected result: 2 / (1 + 10^(-cp / scale_cp)) - 1, in (-1, 1), from
-    the side's view (at scale_cp 400 a 100 cp edge earns 0.14, 300 cp 0.36). Draws by the rules
+    the side's view (at scale_cp 400 a 100 cp edge earns 0.28, 300 cp 0.70). Draws by the rules
     (repetition, stalemate, ...) stay 0: the judge did not see their final position."""
     if scale_cp <= 0:
         raise ValueError(f"reward_scale_cp must be > 0, got {scale_cp}")
